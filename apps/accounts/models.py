@@ -1,0 +1,1 @@
+"""Users are Django's own; quotas and API tokens arrive with the scheduler and API issues."""

@@ -1,0 +1,1 @@
+"""Products and versions users can launch (filled in by the scheduler-core issue)."""

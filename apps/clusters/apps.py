@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class ClustersConfig(AppConfig):
+    name = "apps.clusters"

@@ -1,0 +1,1 @@
+"""Clusters, instances and disk allocations (filled in by the scheduler-core issue)."""

@@ -1,0 +1,85 @@
+"""The physical pool: nodes, their disks, and the cluster network addresses come from."""
+
+from django.db import models
+
+
+class Node(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        DRAINING = "draining"
+        DOWN = "down"
+        MAINTENANCE = "maintenance"
+
+    name = models.SlugField(max_length=63, unique=True)
+    # unix:///path, tcp://host:port (always mutual TLS) or ssh://user@host:port
+    endpoint = models.CharField(max_length=255)
+    # Folder holding ca.pem, cert.pem and key.pem for tcp:// nodes. Keys stay on disk, out of
+    # the database, so they never show up in dumps, the admin or the API.
+    tls_dir = models.CharField(max_length=255, blank=True)
+    cores = models.PositiveIntegerField()
+    memory_mb = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    labels = models.JSONField(default=dict, blank=True)
+    # Where the node mounts its data disks, one folder per disk.
+    disk_root = models.CharField(max_length=255, blank=True)
+    # Host interface the cluster network's macvlan hangs off.
+    network_parent = models.CharField(max_length=15, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def transport(self) -> str:
+        return self.endpoint.split("://", 1)[0]
+
+
+class Disk(models.Model):
+    class Kind(models.TextChoices):
+        HDD = "hdd", "HDD"
+        SSD = "ssd", "SSD"
+        NVME = "nvme", "NVMe"
+
+    class State(models.TextChoices):
+        AVAILABLE = "available"
+        ALLOCATED = "allocated"
+        FAILED = "failed"
+        RETIRED = "retired"
+
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="disks")
+    mount_path = models.CharField(max_length=255)
+    # Block device on the node; blkio throttles are set per device.
+    device = models.CharField(max_length=255, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HDD)
+    capacity_bytes = models.BigIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.AVAILABLE)
+    # Bandwidth cap applied to every container using this disk (emulates a spindle); 0 = none.
+    write_bps = models.BigIntegerField(default=0)
+    read_bps = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["node__name", "mount_path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "mount_path"], name="disk_unique_mount_per_node"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:{self.mount_path}"
+
+
+class Network(models.Model):
+    """A cluster network spanning nodes (macvlan); the portal hands out its addresses."""
+
+    name = models.SlugField(max_length=63, unique=True)
+    subnet = models.CharField(max_length=43, help_text="CIDR, e.g. 10.213.0.0/24")
+    gateway = models.GenericIPAddressField(protocol="IPv4")
+    first_address = models.GenericIPAddressField(protocol="IPv4")
+    last_address = models.GenericIPAddressField(protocol="IPv4")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.subnet})"

@@ -1,0 +1,25 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.lab import lab
+from apps.lab.host import LabError
+
+
+class Command(BaseCommand):
+    help = "Turn this machine into a lab of Platter nodes: up, down or status."
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["up", "down", "status"])
+
+    def handle(self, *args, action: str, **options):
+        try:
+            if action == "up":
+                lab.up(log=self.stdout.write)
+            elif action == "down":
+                lab.down(log=self.stdout.write)
+            for row in lab.status():
+                self.stdout.write(
+                    f"{row['node']:8} {row['endpoint']:28} dockerd {row['dockerd']}, "
+                    f"{row['disks']} disks mounted"
+                )
+        except LabError as exc:
+            raise CommandError(str(exc)) from exc

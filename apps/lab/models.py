@@ -1,0 +1,1 @@
+"""The lab keeps no tables of its own: it registers real Node and Disk records in inventory."""

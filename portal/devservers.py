@@ -1,0 +1,293 @@
+"""The project's private PostgreSQL and Redis, kept under the state folder.
+
+Both listen on loopback ports of their own so they never clash with system services. A server
+that is already running is reused. ``DATABASE_URL`` / ``REDIS_URL`` in the environment mean
+"use that server instead", and then nothing is started here.
+
+Used without Django settings (it runs before the database exists):
+    python -m portal.devservers up|down|status
+"""
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("PLATTER_STATE_DIR", BASE_DIR / ".local"))
+POSTGRES_PORT = int(os.environ.get("PLATTER_POSTGRES_PORT", "55432"))
+REDIS_PORT = int(os.environ.get("PLATTER_REDIS_PORT", "56379"))
+HOST = "127.0.0.1"
+
+
+class ServerError(RuntimeError):
+    """A private server could not be started; the message says what to do."""
+
+
+def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(host: str, port: int, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        time.sleep(0.1)
+    raise ServerError(f"{what} did not start listening on {host}:{port} within {seconds:.0f} s")
+
+
+def postgres_bin(tool: str) -> str:
+    """Debian keeps the server tools out of PATH, under /usr/lib/postgresql/<major>/bin."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+    for bindir in reversed(versions):
+        if (bindir / tool).exists():
+            return str(bindir / tool)
+    raise ServerError(f"{tool} not found: apt-get install -y postgresql")
+
+
+def _as_postgres_user() -> list[str]:
+    # initdb and postgres refuse to run as root; run them as the unprivileged 'postgres' user.
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--"]
+    return []
+
+
+def _postgres_home() -> Path:
+    """Where the cluster lives: under the state folder, unless the 'postgres' user cannot reach it
+    (a checkout under a private home folder), then under /var/lib/platter/<checkout id>."""
+    home = STATE_DIR / "postgres"
+    if os.geteuid() != 0:
+        return home
+    probe = subprocess.run(
+        ["runuser", "-u", "postgres", "--", "test", "-x", str(STATE_DIR.parent)], check=False
+    )
+    if probe.returncode == 0:
+        return home
+    checkout_id = hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:12]
+    return Path("/var/lib/platter") / checkout_id / "postgres"
+
+
+@dataclass
+class Postgres:
+    data_dir: Path = field(default_factory=lambda: _postgres_home() / "data")
+    port: int = POSTGRES_PORT
+
+    @property
+    def url(self) -> str:
+        return f"postgres://platter@{HOST}:{self.port}/platter"
+
+    def running(self) -> bool:
+        return port_open(HOST, self.port)
+
+    def up(self) -> bool:
+        """Start the cluster if needed; True when this call started it."""
+        if self.running():
+            return False
+        self._init()
+        log = self.data_dir.parent / "postgres.log"
+        subprocess.run(
+            [
+                *_as_postgres_user(),
+                postgres_bin("pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(log),
+                "-o",
+                f"-p {self.port} -h {HOST} -k {self.data_dir}",
+                "-w",
+                "start",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        wait_for_port(HOST, self.port, "PostgreSQL")
+        return True
+
+    def _init(self) -> None:
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            for folder in (self.data_dir.parent, self.data_dir):
+                shutil.chown(folder, "postgres", "postgres")
+        # Trust on loopback only: a private development cluster of this checkout.
+        subprocess.run(
+            [
+                *_as_postgres_user(),
+                postgres_bin("initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                "platter",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            # Tuned for a disposable dev/test cluster: throughput over crash safety.
+            conf.write(
+                "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+                "max_connections = 300\nshared_buffers = 256MB\n"
+            )
+        self._start_once_and_create_database()
+
+    def _start_once_and_create_database(self) -> None:
+        subprocess.run(
+            [
+                *_as_postgres_user(),
+                postgres_bin("pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-o",
+                f"-p {self.port} -h {HOST} -k {self.data_dir}",
+                "-w",
+                "start",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        subprocess.run(
+            [
+                postgres_bin("createdb"),
+                "-h",
+                HOST,
+                "-p",
+                str(self.port),
+                "-U",
+                "platter",
+                "platter",
+            ],
+            check=True,
+        )
+        self.down()
+
+    def down(self) -> None:
+        if (self.data_dir / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    *_as_postgres_user(),
+                    postgres_bin("pg_ctl"),
+                    "-D",
+                    str(self.data_dir),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "stop",
+                ],
+                check=False,
+                stdout=subprocess.DEVNULL,
+            )
+
+
+@dataclass
+class Redis:
+    data_dir: Path = STATE_DIR / "redis"
+    port: int = REDIS_PORT
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}/0"
+
+    def running(self) -> bool:
+        return port_open(HOST, self.port)
+
+    def up(self) -> bool:
+        if self.running():
+            return False
+        server = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not Path(server).exists():
+            raise ServerError("redis-server not found: apt-get install -y redis-server")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                server,
+                "--port",
+                str(self.port),
+                "--bind",
+                HOST,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "yes",
+                "--dir",
+                str(self.data_dir),
+                "--pidfile",
+                str(self.data_dir / "redis.pid"),
+                "--logfile",
+                str(self.data_dir / "redis.log"),
+            ],
+            check=True,
+        )
+        wait_for_port(HOST, self.port, "Redis")
+        return True
+
+    def down(self) -> None:
+        pidfile = self.data_dir / "redis.pid"
+        if pidfile.exists() and self.running():
+            subprocess.run(
+                ["redis-cli", "-p", str(self.port), "shutdown", "nosave"],
+                check=False,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+
+
+def managed() -> list[Postgres | Redis]:
+    """The servers this checkout runs itself: none for which a URL was given."""
+    servers: list[Postgres | Redis] = []
+    if not os.environ.get("DATABASE_URL"):
+        servers.append(Postgres())
+    if not os.environ.get("REDIS_URL"):
+        servers.append(Redis())
+    return servers
+
+
+def up() -> list[str]:
+    """Start what is not running; return the names of the servers this call started."""
+    return [type(server).__name__ for server in managed() if server.up()]
+
+
+def down(names: list[str] | None = None) -> None:
+    for server in managed():
+        if names is None or type(server).__name__ in names:
+            server.down()
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "status"
+    if command == "up":
+        started = up()
+        print("started: " + (", ".join(started) or "nothing (already running)"))
+    elif command == "down":
+        down()
+    elif command == "status":
+        for server in managed():
+            print(f"{type(server).__name__}: {'up' if server.running() else 'down'} {server.url}")
+    else:
+        print("usage: python -m portal.devservers up|down|status", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,144 @@
+"""Settings shared by every environment; dev.py, test.py and prod.py adjust them."""
+
+from pathlib import Path
+
+import dj_database_url
+
+from portal.env import envbool, envint, envlist, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+# Private state of this checkout: database cluster, Redis, the lab's certificates and disks.
+STATE_DIR = Path(envstr("PLATTER_STATE_DIR", str(BASE_DIR / ".local")))
+
+# The project's own Postgres and Redis listen on these loopback ports unless URLs are given.
+LOCAL_POSTGRES_PORT = envint("PLATTER_POSTGRES_PORT", 55432)
+LOCAL_REDIS_PORT = envint("PLATTER_REDIS_PORT", 56379)
+
+SECRET_KEY = envstr("SECRET_KEY", "")
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", [])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_htmx",
+    "apps.accounts",
+    "apps.inventory",
+    "apps.catalog",
+    "apps.clusters",
+    "apps.lab",
+    "apps.health",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        envstr("DATABASE_URL", f"postgres://platter@127.0.0.1:{LOCAL_POSTGRES_PORT}/platter"),
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = envstr("REDIS_URL", f"redis://127.0.0.1:{LOCAL_REDIS_PORT}/0")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(envstr("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# Celery: JSON only, tasks take ids; a task is acknowledged after it ran so a killed worker's
+# task is delivered again (tasks are written to be idempotent).
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# Docker Engine API calls to nodes never wait longer than this (seconds).
+NODE_API_TIMEOUT = envint("PLATTER_NODE_API_TIMEOUT", 30)
+# Engine API version spoken to nodes: 1.41 is Docker 20.10 (Debian 12's docker.io); newer
+# engines still serve it, and pinning it saves a version round trip per new client.
+NODE_API_VERSION = envstr("PLATTER_NODE_API_VERSION", "1.41")
+
+# The lab: one machine standing in for several Platter nodes (see apps/lab).
+LAB_NODES = envint("PLATTER_LAB_NODES", 3)
+LAB_DISKS_PER_NODE = envint("PLATTER_LAB_DISKS", 6)
+LAB_DISK_SIZE_MB = envint("PLATTER_LAB_DISK_SIZE_MB", 1024)
+LAB_DISK_FS = envstr("PLATTER_LAB_DISK_FS", "ext4")
+# The last disks of each lab node are labelled SSD so HDD/SSD choices can be tried.
+LAB_SSD_PER_NODE = envint("PLATTER_LAB_SSD_PER_NODE", 2)
+LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
+LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
+LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
+LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
+# Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.
+LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}
