@@ -50,3 +50,9 @@ class ProductVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.product.name} {self.version}"
+
+    def clean(self) -> None:
+        # Admins edit the JSON by hand: a broken schema must never reach a launch.
+        from .options import validate_definition
+
+        validate_definition(self)

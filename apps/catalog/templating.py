@@ -1,0 +1,163 @@
+"""Placeholders in a version's environment, role commands and configure steps.
+
+``{{name}}`` is replaced per instance (double braces so shell ``$VAR``/``${VAR}`` pass through):
+
+- ``cluster``: the cluster's name; ``hostname``, ``role``, ``index``: this instance's;
+  ``cores``, ``memory_mb``, ``disks``: this instance's resources;
+  ``data_dirs``: its disk mount points, space separated (``/data/1 /data/2``);
+- ``members``: every hostname of the cluster, space separated (``members_csv``: comma separated);
+- ``<role>_hosts`` / ``<role>_hosts_csv``: hostnames of one role; ``<role>_host``: its first
+  host (empty when the role has no instance); ``<role>_count``: how many;
+- every product option by name, with its resolved value (bools as true/false).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .options import ClusterSpec, InstanceSpec, option_definitions, role_definitions
+
+if TYPE_CHECKING:
+    from .models import ProductVersion
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+INSTANCE_NAMES = ("cluster", "hostname", "role", "index", "cores", "memory_mb", "disks")
+CLUSTER_NAMES = ("members", "members_csv", "data_dirs")
+ROLE_SUFFIXES = ("_hosts", "_hosts_csv", "_host", "_count")
+DEFAULT_CONFIGURE_TIMEOUT = 120
+
+Hostnames = dict[tuple[str, int], str]  # (role, index) -> hostname
+
+
+class TemplateError(ValueError):
+    pass
+
+
+def placeholders_in(text: str) -> set[str]:
+    return set(PLACEHOLDER.findall(text))
+
+
+def known_placeholders(version: ProductVersion) -> set[str]:
+    names = {*INSTANCE_NAMES, *CLUSTER_NAMES, *option_definitions(version)}
+    for role in role_definitions(version):
+        if isinstance(role, dict) and isinstance(role.get("name"), str):
+            names.update(role["name"] + suffix for suffix in ROLE_SUFFIXES)
+    return names
+
+
+def default_hostname(cluster: str, role: str, index: int) -> str:
+    """A DNS label such as ``mycluster-worker-2`` (lower case, at most 63 characters)."""
+    label = re.sub(r"[^a-z0-9-]+", "-", f"{cluster}-{role}-{index}".lower()).strip("-")
+    return label[-63:].lstrip("-")
+
+
+def default_hostnames(cluster: str, spec: ClusterSpec) -> Hostnames:
+    return {(i.role, i.index): default_hostname(cluster, i.role, i.index) for i in spec.instances}
+
+
+def context_for(
+    version: ProductVersion,
+    spec: ClusterSpec,
+    instance: InstanceSpec,
+    cluster: str,
+    hostnames: Hostnames,
+) -> dict[str, str]:
+    members = [hostnames[(i.role, i.index)] for i in spec.instances]
+    ctx: dict[str, str] = {name: _text(value) for name, value in spec.options.items()}
+    for role in role_definitions(version):
+        hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role["name"]]
+        ctx[f"{role['name']}_hosts"] = " ".join(hosts)
+        ctx[f"{role['name']}_hosts_csv"] = ",".join(hosts)
+        ctx[f"{role['name']}_host"] = hosts[0] if hosts else ""
+        ctx[f"{role['name']}_count"] = str(len(hosts))
+    ctx.update(
+        cluster=cluster,
+        hostname=hostnames[(instance.role, instance.index)],
+        role=instance.role,
+        index=str(instance.index),
+        cores=str(instance.cores),
+        memory_mb=str(instance.memory_mb),
+        disks=str(instance.disks),
+        data_dirs=" ".join(f"/data/{n}" for n in range(1, instance.disks + 1)),
+        members=" ".join(members),
+        members_csv=",".join(members),
+    )
+    return ctx
+
+
+def render(text: str, context: dict[str, str]) -> str:
+    def replace(match: re.Match) -> str:
+        try:
+            return context[match.group(1)]
+        except KeyError:
+            raise TemplateError(f"unknown placeholder {{{{{match.group(1)}}}}}") from None
+
+    return PLACEHOLDER.sub(replace, text)
+
+
+def instance_environment(
+    version: ProductVersion,
+    spec: ClusterSpec,
+    instance: InstanceSpec,
+    cluster: str,
+    hostnames: Hostnames,
+) -> dict[str, str]:
+    """The container environment of one instance: version-wide then role-specific values."""
+    ctx = context_for(version, spec, instance, cluster, hostnames)
+    role = _role(version, instance.role)
+    merged = {**(version.environment or {}), **(role.get("environment") or {})}
+    return {name: render(str(value), ctx) for name, value in merged.items()}
+
+
+def instance_command(
+    version: ProductVersion,
+    spec: ClusterSpec,
+    instance: InstanceSpec,
+    cluster: str,
+    hostnames: Hostnames,
+) -> list[str] | None:
+    """The container command of one instance, or None to keep the image's own."""
+    command = _role(version, instance.role).get("command")
+    if not command:
+        return None
+    ctx = context_for(version, spec, instance, cluster, hostnames)
+    return [render(part, ctx) for part in command]
+
+
+def configure_plan(
+    version: ProductVersion, spec: ClusterSpec, cluster: str, hostnames: Hostnames
+) -> list[dict[str, Any]]:
+    """Post-start steps in order: [{"description", "timeout", "runs": [(instance, argv), ...]}].
+    Steps run one after the other; the runs of one step may run in parallel."""
+    plan = []
+    for step in version.configure or []:
+        targets = [i for i in spec.instances if step.get("role") in (None, i.role)]
+        runs = [
+            (
+                i,
+                [
+                    render(part, context_for(version, spec, i, cluster, hostnames))
+                    for part in step["command"]
+                ],
+            )
+            for i in targets
+        ]
+        plan.append(
+            {
+                "description": step.get("description", ""),
+                "timeout": step.get("timeout", DEFAULT_CONFIGURE_TIMEOUT),
+                "runs": runs,
+            }
+        )
+    return plan
+
+
+def _role(version: ProductVersion, name: str) -> dict:
+    return next(r for r in role_definitions(version) if r["name"] == name)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
