@@ -1,7 +1,15 @@
-"""Shared pytest fixtures: personas used across the apps' tests."""
+"""Shared pytest fixtures: personas, the real lab's inventory and a real Celery worker."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+
+BASE_DIR = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -19,3 +27,75 @@ def bob(db):
 @pytest.fixture
 def admin_user(db):
     return get_user_model().objects.create_superuser("admin", "admin@example.org", "admin-pass-123")
+
+
+@pytest.fixture
+def lab_inventory(db):
+    """The running lab's nodes, disks and network as inventory rows in the test database.
+
+    Function-scoped on purpose: transactional tests flush the database after each test."""
+    from apps.lab import lab
+
+    if not lab.is_up():
+        pytest.fail("the lab is not running: start it with ./platter lab up")
+    return lab.sync_inventory()
+
+
+def _database_url(db_settings: dict) -> str:
+    user, host, port = db_settings["USER"], db_settings["HOST"], db_settings["PORT"]
+    password = f":{db_settings['PASSWORD']}" if db_settings.get("PASSWORD") else ""
+    return f"postgres://{user}{password}@{host}:{port}/{db_settings['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real `celery worker` process on the test broker and the test database.
+
+    Tests that hand it work must use transactional databases (``transaction=True``), since
+    the worker only sees committed rows."""
+    from django.conf import settings
+
+    from portal.celery import app
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": _database_url(settings.DATABASES["default"]),
+    }
+    log = open(BASE_DIR / ".local" / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-P",
+            "threads",
+            "-c",
+            "4",
+            "-n",
+            f"test-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "info",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=0.5):
+        if worker.poll() is not None or time.monotonic() > deadline:
+            worker.kill()
+            pytest.fail(f"the Celery worker did not start; see {log.name}")
+    yield worker
+    worker.terminate()
+    try:
+        worker.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+    log.close()

@@ -459,6 +459,21 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
     return record
 
 
+def sync_inventory() -> list[Node]:
+    """Register the running lab's nodes and mounted disks (e.g. in a fresh test database)."""
+    records = []
+    for node in lab_nodes():
+        disks = []
+        for index in range(1, settings.LAB_DISKS_PER_NODE + 1):
+            mount_point = node.disk_paths(index)[1]
+            device = host.mounted_device(mount_point)
+            if device is None:
+                raise LabError(f"{node.name}: disk {index} is not mounted; run ./platter lab up")
+            disks.append((index, device, mount_point))
+        records.append(register(node, disks))
+    return records
+
+
 def unregister(names: list[str]) -> None:
     Disk.objects.filter(node__name__in=names).delete()
     Node.objects.filter(name__in=names).delete()

@@ -3,9 +3,19 @@
 from portal.env import envstr
 
 from .dev import *  # noqa: F403
-from .dev import DATABASES
+from .dev import DATABASES, REDIS_URL
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast persona set-up
 # Parallel test runs (several checkouts or helpers) each get a database of their own.
 DATABASES["default"]["TEST"] = {"NAME": envstr("PLATTER_TEST_DB", "test_platter")}
+
+# A Redis database of its own, so a running `./platter run` worker never takes test tasks.
+_TEST_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/" + envstr("PLATTER_TEST_REDIS_DB", "1")
+CELERY_BROKER_URL = CELERY_RESULT_BACKEND = _TEST_REDIS_URL
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": _TEST_REDIS_URL,
+    }
+}

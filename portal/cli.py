@@ -1,0 +1,197 @@
+"""What `./platter run|test|lab|doctor` does once the machine and the venv are ready.
+
+Everything this starts (Postgres, Redis, the lab, web, worker, beat) it stops again on exit,
+and only that: a server or lab that was already running is reused and left alone.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from portal import devservers
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+WEB_ADDRESS = os.environ.get("PLATTER_WEB", "127.0.0.1:8000")
+
+
+def step(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def manage(*args: str, settings: str = "portal.settings.dev", check: bool = True) -> int:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings}
+    result = subprocess.run([PYTHON, str(BASE_DIR / "manage.py"), *args], env=env, check=False)
+    if check and result.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed (exit {result.returncode})")
+    return result.returncode
+
+
+def lab_is_up() -> bool:
+    out = subprocess.run(
+        [PYTHON, str(BASE_DIR / "manage.py"), "lab", "status"], capture_output=True, text=True
+    )
+    rows = [line for line in out.stdout.splitlines() if "dockerd" in line]
+    return out.returncode == 0 and bool(rows) and all("dockerd up," in row for row in rows)
+
+
+class Stack:
+    """Starts shared pieces and remembers which ones to stop."""
+
+    def __init__(self) -> None:
+        self.cleanups: list[Callable[[], None]] = []
+
+    def services(self) -> None:
+        step("PostgreSQL and Redis")
+        started = devservers.up()
+        for name in started:
+            print(f"    started {name}")
+        if started:
+            self.cleanups.append(lambda: devservers.down(started))
+
+    def lab(self) -> None:
+        manage("migrate", "--no-input", "-v", "0")
+        if lab_is_up():
+            step("lab already up: reusing it")
+            manage("lab", "up")  # re-registers the nodes in case the database is new
+            return
+        step("bringing up the lab of nodes")
+        manage("lab", "up")
+        self.cleanups.append(lambda: manage("lab", "down", check=False))
+
+    def close(self) -> None:
+        while self.cleanups:
+            self.cleanups.pop()()
+
+
+def run(stack: Stack) -> int:
+    stack.services()
+    stack.lab()
+    step("demo data")
+    manage("seed_demo")
+    manage("collectstatic", "--no-input", "-v", "0")
+    step("web, worker and beat")
+    children = [
+        subprocess.Popen(
+            [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS], cwd=BASE_DIR
+        ),
+        subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "-l",
+                "info",
+                "-c",
+                "4",
+                "-n",
+                "platter@%h",
+            ],
+            cwd=BASE_DIR,
+        ),
+        subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "beat",
+                "-l",
+                "info",
+                "-s",
+                str(BASE_DIR / ".local" / "celerybeat-schedule"),
+            ],
+            cwd=BASE_DIR,
+        ),
+    ]
+    time.sleep(2)
+    print(
+        "\n"
+        f"  Platter is running at  http://{WEB_ADDRESS}/\n"
+        f"  Admin site:            http://{WEB_ADDRESS}/admin/\n"
+        "  Logins:                admin / admin-platter   (administrator)\n"
+        "                         demo  / demo-platter    (a user with a quota)\n"
+        "  Press Ctrl-C to stop everything started here.\n",
+        flush=True,
+    )
+    try:
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        print("a process exited; stopping the rest", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nstopping…")
+        return 0
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+def test(stack: Stack, pytest_args: list[str]) -> int:
+    step("ruff")
+    for command in (["check", "."], ["format", "--check", "."]):
+        if subprocess.run([PYTHON, "-m", "ruff", *command], cwd=BASE_DIR).returncode != 0:
+            return 1
+    stack.services()
+    step("migrations are complete")
+    if manage("makemigrations", "--check", "--dry-run", check=False) != 0:
+        print("model changes without a migration: run manage.py makemigrations", file=sys.stderr)
+        return 1
+    stack.lab()
+    step("pytest")
+    code = subprocess.run(
+        [PYTHON, "-m", "pytest", *pytest_args],
+        cwd=BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.test"},
+    ).returncode
+    if code == 5:
+        print("pytest collected no tests: that is a failure here", file=sys.stderr)
+        return 1
+    return code
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str]) -> int:
+    os.chdir(BASE_DIR)
+    command, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "doctor":
+        return manage("doctor", *rest, check=False)
+    if command == "lab":
+        devservers.up()
+        manage("migrate", "--no-input", "-v", "0")
+        return manage("lab", *rest, check=False)
+    stack = Stack()
+    # Stop on SIGTERM the same way as on Ctrl-C, so CI or a supervisor cleans up too.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if command == "run":
+            return run(stack)
+        if command == "test":
+            return test(stack, rest)
+        print("usage: ./platter run | test | lab up|down|status | doctor", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stack.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
