@@ -62,7 +62,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         "DJANGO_SETTINGS_MODULE": "portal.settings.test",
         "DATABASE_URL": _database_url(settings.DATABASES["default"]),
     }
-    log = open(BASE_DIR / ".local" / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
+    settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(settings.STATE_DIR / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
     worker = subprocess.Popen(
         [
             sys.executable,
