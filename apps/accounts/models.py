@@ -1,1 +1,59 @@
-"""Users are Django's own; quotas and API tokens arrive with the scheduler and API issues."""
+"""Users are Django's own; quotas cap what a user (or everyone in a group together) may hold.
+
+Limits only: usage is always derived from active allocations (apps.clusters.quotas), never a
+counter kept here that could drift.
+"""
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+# Limit fields in the order they are checked and shown; None means unlimited.
+LIMIT_FIELDS = (
+    "max_clusters",
+    "max_instances",
+    "max_cores",
+    "max_memory_mb",
+    "max_disks",
+    "max_disks_hdd",
+    "max_disks_ssd",
+    "max_disks_nvme",
+)
+
+
+class Quota(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="quota",
+    )
+    group = models.OneToOneField(
+        Group, null=True, blank=True, on_delete=models.CASCADE, related_name="quota"
+    )
+    max_clusters = models.PositiveIntegerField(null=True, blank=True)
+    max_instances = models.PositiveIntegerField(null=True, blank=True)
+    max_cores = models.PositiveIntegerField(null=True, blank=True)
+    max_memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    max_disks = models.PositiveIntegerField(null=True, blank=True)
+    max_disks_hdd = models.PositiveIntegerField(null=True, blank=True)
+    max_disks_ssd = models.PositiveIntegerField(null=True, blank=True)
+    max_disks_nvme = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(user__isnull=False, group__isnull=True)
+                    | models.Q(user__isnull=True, group__isnull=False)
+                ),
+                name="quota_for_user_xor_group",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"quota of {self.user or self.group}"
+
+    def limits(self) -> dict[str, int | None]:
+        return {name: getattr(self, name) for name in LIMIT_FIELDS}

@@ -1,1 +1,173 @@
-"""Clusters, instances and disk allocations (filled in by the scheduler-core issue)."""
+"""Clusters, their instances, and the disks and addresses instances hold.
+
+What an instance holds is recorded on rows with an `active` flag; partial unique constraints
+make a second active holder of a disk or an address fail loudly instead of double-booking.
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class Cluster(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        PLACING = "placing"
+        CONFIGURING = "configuring"
+        RUNNING = "running"
+        DEGRADED = "degraded"
+        STOPPING = "stopping"
+        STOPPED = "stopped"
+        DESTROYING = "destroying"
+        DESTROYED = "destroyed"
+        FAILED = "failed"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="clusters"
+    )
+    version = models.ForeignKey(
+        "catalog.ProductVersion", on_delete=models.PROTECT, related_name="clusters"
+    )
+    name = models.SlugField(max_length=63)
+    options = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    reason = models.TextField(blank=True, help_text="Why it failed or why it waits")
+    # Place every instance on the same node and disks as this destroyed cluster's instances.
+    reuse_data_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Lease end")
+    # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
+    created = models.DateTimeField(auto_now_add=True)
+    placing_at = models.DateTimeField(null=True, blank=True)
+    configuring_at = models.DateTimeField(null=True, blank=True)
+    running_at = models.DateTimeField(null=True, blank=True)
+    degraded_at = models.DateTimeField(null=True, blank=True)
+    stopping_at = models.DateTimeField(null=True, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    destroying_at = models.DateTimeField(null=True, blank=True)
+    destroyed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            models.Index(
+                fields=["created"], name="cluster_queue", condition=models.Q(state="queued")
+            ),
+            models.Index(fields=["owner", "state"], name="cluster_owner_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+
+# States in which a cluster counts against its owner's quota of clusters.
+LIVE_STATES = [s for s in Cluster.State.values if s not in ("destroyed", "failed")]
+
+
+class Instance(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RESERVED = "reserved"
+        RUNNING = "running"
+        LOST = "lost"
+        STOPPED = "stopped"
+        RELEASED = "released"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="instances")
+    role = models.CharField(max_length=32)
+    index = models.PositiveIntegerField()
+    hostname = models.CharField(max_length=63, blank=True)
+    cores = models.PositiveIntegerField()
+    memory_mb = models.PositiveIntegerField()
+    disks = models.PositiveIntegerField(help_text="Number of whole disks")
+    disk_kind = models.CharField(max_length=8, default="hdd")
+    image = models.CharField(max_length=255, blank=True)
+    node = models.ForeignKey(
+        "inventory.Node", null=True, blank=True, on_delete=models.PROTECT, related_name="instances"
+    )
+    address = models.ForeignKey(
+        "inventory.Address", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # True while the instance holds cores and memory on `node` and its address.
+    active = models.BooleanField(default=False)
+    container_id = models.CharField(max_length=80, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+
+    class Meta:
+        ordering = ["cluster", "role", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "role", "index"], name="instance_unique_role_index"
+            ),
+            models.UniqueConstraint(
+                fields=["address"],
+                condition=models.Q(active=True),
+                name="instance_one_active_holder_per_address",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(active=False) | models.Q(node__isnull=False),
+                name="instance_active_has_node",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["node"], name="instance_active_by_node", condition=models.Q(active=True)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.hostname or f"{self.role}-{self.index}"
+
+
+class DiskAllocation(models.Model):
+    disk = models.ForeignKey("inventory.Disk", on_delete=models.PROTECT, related_name="allocations")
+    instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="allocations")
+    active = models.BooleanField(default=True)
+    # Set when released with its data kept; cleared when the disk goes to someone else.
+    data_kept = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    released = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["disk"],
+                condition=models.Q(active=True),
+                name="disk_one_active_allocation",
+            ),
+            models.UniqueConstraint(
+                fields=["disk"],
+                condition=models.Q(data_kept=True),
+                name="disk_one_kept_dataset",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["instance"],
+                name="allocation_active_by_instance",
+                condition=models.Q(active=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.disk} -> {self.instance}"
+
+
+class ClusterEvent(models.Model):
+    class Level(models.TextChoices):
+        INFO = "info"
+        WARNING = "warning"
+        ERROR = "error"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    level = models.CharField(max_length=8, choices=Level.choices, default=Level.INFO)
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%H:%M:%S} {self.level}: {self.message}"

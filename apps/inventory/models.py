@@ -67,6 +67,14 @@ class Disk(models.Model):
                 fields=["node", "mount_path"], name="disk_unique_mount_per_node"
             ),
         ]
+        indexes = [
+            # The scheduler counts and picks free disks per node and kind.
+            models.Index(
+                fields=["node", "kind"],
+                name="disk_available_by_node_kind",
+                condition=models.Q(state="available"),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.node.name}:{self.mount_path}"
@@ -83,3 +91,29 @@ class Network(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.subnet})"
+
+
+class Address(models.Model):
+    """One address of a Network's range. Rows are generated from the range (see signals);
+    `held` flips inside the reservation transaction, and the partial unique constraint on
+    clusters.Instance.address is the backstop against handing it out twice."""
+
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="addresses")
+    ip = models.GenericIPAddressField(protocol="IPv4")
+    held = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["network", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["network", "ip"], name="address_unique_per_network"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["network", "id"],
+                name="address_free_by_network",
+                condition=models.Q(held=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.ip

@@ -142,3 +142,30 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
 }
+
+# Scheduler
+# Instances of one cluster go on distinct nodes when the inventory allows it (failure domains).
+SCHEDULER_SPREAD = envbool("PLATTER_SCHEDULER_SPREAD", True)
+# Placement scores only the first N nodes that fit instead of all of them (like Kubernetes'
+# percentageOfNodesToScore): keeps a reservation's cost flat on inventories of 10,000 nodes.
+SCHEDULER_CANDIDATE_WINDOW = envint("PLATTER_SCHEDULER_CANDIDATE_WINDOW", 64)
+# Times a reservation is re-planned when a concurrent one took the chosen capacity first.
+SCHEDULER_RESERVE_ATTEMPTS = envint("PLATTER_SCHEDULER_RESERVE_ATTEMPTS", 5)
+# Admission queue order: "fifo" (oldest first) or "sjf" (shortest declared lease first).
+SCHEDULER_QUEUE_ORDER = envstr("PLATTER_SCHEDULER_QUEUE_ORDER", "fifo")
+# Strict order stops at the first queued cluster that does not fit; backfill tries the rest.
+SCHEDULER_QUEUE_BACKFILL = envbool("PLATTER_SCHEDULER_QUEUE_BACKFILL", False)
+# Retry queued clusters as soon as a release commits (off: a periodic task does it).
+SCHEDULER_ADMIT_ON_RELEASE = envbool("PLATTER_SCHEDULER_ADMIT_ON_RELEASE", True)
+# Network instances take their addresses from (by name); empty = the first network.
+SCHEDULER_NETWORK = envstr("PLATTER_SCHEDULER_NETWORK", "")
+# Limits for users with no Quota row of their own (None = unlimited).
+SCHEDULER_DEFAULT_QUOTA = {
+    "max_clusters": envint("PLATTER_QUOTA_CLUSTERS", 5),
+    "max_instances": envint("PLATTER_QUOTA_INSTANCES", 32),
+    "max_cores": envint("PLATTER_QUOTA_CORES", 128),
+    "max_memory_mb": envint("PLATTER_QUOTA_MEMORY_MB", 512 * 1024),
+    "max_disks": envint("PLATTER_QUOTA_DISKS", 128),
+}
+# Longest lease a user may ask or extend to, in hours (0 = no cap).
+SCHEDULER_MAX_LEASE_HOURS = envint("PLATTER_SCHEDULER_MAX_LEASE_HOURS", 24 * 30)

@@ -1,0 +1,167 @@
+"""Choosing nodes for a cluster's instances from per-node free counts.
+
+One SQL statement returns candidate nodes with their free cores, memory and disks per kind;
+the concrete disks are only picked later, on the chosen (locked) nodes. Scanning starts at a
+random node and stops after SCHEDULER_CANDIDATE_WINDOW fitting nodes, so the cost stays flat
+on large inventories and concurrent reservations mostly look at different nodes.
+"""
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection
+
+from .quotas import DISK_KINDS
+
+
+@dataclass
+class NodeFree:
+    node_id: int
+    cores: int
+    memory_mb: int
+    disks: dict[str, int]
+    total_cores: int
+    total_memory_mb: int
+    total_disks: int = 0
+
+    def fits(self, want) -> bool:
+        return (
+            self.cores >= want.cores
+            and self.memory_mb >= want.memory_mb
+            and self.disks.get(want.disk_kind, 0) >= want.disks
+        )
+
+    def take(self, want) -> None:
+        self.cores -= want.cores
+        self.memory_mb -= want.memory_mb
+        self.disks[want.disk_kind] = self.disks.get(want.disk_kind, 0) - want.disks
+
+    def waste(self, want) -> tuple:
+        """Lower is better: first disks stranded (left without cores or memory to use them),
+        then how much is left over (best fit keeps big holes for big instances)."""
+        cores = self.cores - want.cores
+        memory = self.memory_mb - want.memory_mb
+        disks = sum(self.disks.values()) - want.disks
+        stranded = disks if (cores == 0 or memory == 0) else 0
+        left = cores / max(self.total_cores, 1) + memory / max(self.total_memory_mb, 1)
+        return (stranded, round(left + disks / max(self.total_disks, 1), 6))
+
+
+FREE_SQL = """
+SELECT n.id, n.cores - COALESCE(u.cores, 0), n.memory_mb - COALESCE(u.memory, 0), {kinds},
+       n.cores, n.memory_mb
+FROM inventory_node n
+LEFT JOIN LATERAL (
+    SELECT SUM(i.cores) AS cores, SUM(i.memory_mb) AS memory
+    FROM clusters_instance i WHERE i.node_id = n.id AND i.active
+) u ON TRUE
+WHERE {where}
+"""
+KIND_SQL = (
+    "(SELECT COUNT(*) FROM inventory_disk d WHERE d.node_id = n.id"
+    " AND d.state = 'available' AND d.kind = '{kind}')"
+)
+
+
+def _select(where: str, params: list, suffix: str = "") -> list[NodeFree]:
+    kinds = ", ".join(KIND_SQL.format(kind=k) for k in DISK_KINDS)
+    sql = FREE_SQL.format(kinds=kinds, where=where) + suffix
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    result = []
+    for row in rows:
+        disks = dict(zip(DISK_KINDS, row[3 : 3 + len(DISK_KINDS)], strict=True))
+        node_id, cores, memory = row[0], row[1], row[2]
+        total_cores, total_memory = row[-2], row[-1]
+        free = NodeFree(node_id, cores, memory, disks, total_cores, total_memory)
+        free.total_disks = sum(disks.values())
+        result.append(free)
+    return result
+
+
+def free_on(node_ids: list[int]) -> dict[int, NodeFree]:
+    """Free counts of given nodes (call after locking them for numbers that stay true)."""
+    if not node_ids:
+        return {}
+    return {f.node_id: f for f in _select("n.id = ANY(%s)", [list(node_ids)])}
+
+
+def candidates(wants: list, window: int | None = None) -> list[NodeFree]:
+    """Up to `window` active nodes that can take at least the smallest of `wants`."""
+    window = max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants))
+    min_cores = min(w.cores for w in wants)
+    min_memory = min(w.memory_mb for w in wants)
+    kinds = {w.disk_kind for w in wants}
+    if not kinds <= set(DISK_KINDS):
+        return []  # no node has disks of an unknown kind
+    fit = (
+        "n.state = 'active' AND n.cores - COALESCE(u.cores, 0) >= %s"
+        " AND n.memory_mb - COALESCE(u.memory, 0) >= %s"
+    )
+    params: list = [min_cores, min_memory]
+    if len(kinds) == 1:
+        (kind,) = kinds
+        fit += " AND " + KIND_SQL.format(kind=kind) + " >= %s"
+        params.append(min(w.disks for w in wants))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT MIN(id), MAX(id) FROM inventory_node")
+        low, high = cursor.fetchone()
+    if low is None:
+        return []
+    pivot = random.randint(low, high)  # noqa: S311  (load spreading, not security)
+    found = _select(f"{fit} AND n.id >= %s", [*params, pivot, window], " ORDER BY n.id LIMIT %s")
+    if len(found) < window:  # wrap around to the nodes before the pivot
+        rest = [*params, pivot, window - len(found)]
+        found += _select(f"{fit} AND n.id < %s", rest, " ORDER BY n.id LIMIT %s")
+    return found
+
+
+def assign(wants: list, nodes: list[NodeFree], spread: bool | None = None) -> dict | None:
+    """Map each want (an Instance) to a node id, or None when they do not all fit.
+    Biggest instances first; each goes to the fitting node holding the fewest instances of
+    this cluster so far (distinct nodes when possible), then the one wasting least."""
+    spread = settings.SCHEDULER_SPREAD if spread is None else spread
+    remaining = {n.node_id: NodeFree(**{**n.__dict__, "disks": dict(n.disks)}) for n in nodes}
+    placed_on: dict[int, int] = defaultdict(int)
+    plan = {}
+    order = sorted(wants, key=lambda w: (w.disks, w.cores, w.memory_mb), reverse=True)
+    for want in order:
+        fitting = [n for n in remaining.values() if n.fits(want)]
+        if not fitting:
+            return None
+        if spread:
+            best = min(fitting, key=lambda n: (placed_on[n.node_id], n.waste(want), n.node_id))
+        else:
+            best = min(fitting, key=lambda n: (n.waste(want), n.node_id))
+        best.take(want)
+        placed_on[best.node_id] += 1
+        plan[want.id] = best.node_id
+    return plan
+
+
+@dataclass
+class Shortage:
+    """The best any single node can offer, for rejection messages."""
+
+    disks: dict[str, int] = field(default_factory=dict)
+    cores: int = 0
+    memory_mb: int = 0
+
+
+def best_offer() -> Shortage:
+    kinds = ", ".join(f"MAX({KIND_SQL.format(kind=k)})" for k in DISK_KINDS)
+    sql = (
+        f"SELECT {kinds}, MAX(n.cores - COALESCE(u.cores, 0)),"  # noqa: S608  (our constants)
+        " MAX(n.memory_mb - COALESCE(u.memory, 0)) FROM inventory_node n"
+        " LEFT JOIN LATERAL (SELECT SUM(i.cores) AS cores, SUM(i.memory_mb) AS memory"
+        " FROM clusters_instance i WHERE i.node_id = n.id AND i.active) u ON TRUE"
+        " WHERE n.state = 'active'"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        row = cursor.fetchone()
+    disks = {k: row[i] or 0 for i, k in enumerate(DISK_KINDS)}
+    return Shortage(disks=disks, cores=row[-2] or 0, memory_mb=row[-1] or 0)

@@ -1,0 +1,57 @@
+"""Small builders for scheduler tests: inventories and clusters as plain rows."""
+
+import itertools
+
+from apps.catalog.models import Product, ProductVersion
+from apps.clusters.models import Cluster, Instance
+from apps.clusters.services import InstanceWant, create_cluster
+from apps.inventory.models import Disk, Network, Node
+
+_names = itertools.count(1)
+
+
+def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active") -> Node:
+    """disks: {"hdd": 4, "ssd": 2}; defaults to 12 HDDs."""
+    node = Node.objects.create(
+        name=f"n{next(_names)}", endpoint="unix:///var/run/docker.sock", cores=cores,
+        memory_mb=memory_mb, state=state,
+    )  # fmt: skip
+    rows = []
+    for kind, count in (disks if disks is not None else {"hdd": 12}).items():
+        for _ in range(count):
+            rows.append(
+                Disk(node=node, mount_path=f"/data/{kind}{len(rows)}", kind=kind,
+                     capacity_bytes=10**12)
+            )  # fmt: skip
+    Disk.objects.bulk_create(rows)
+    return node
+
+
+def make_network(size: int = 200) -> Network:
+    return Network.objects.create(
+        name=f"net{next(_names)}", subnet="10.9.0.0/16", gateway="10.9.0.1",
+        first_address="10.9.0.2", last_address=f"10.9.{(size + 1) // 256}.{(size + 1) % 256}",
+    )  # fmt: skip
+
+
+def make_version() -> ProductVersion:
+    product, _ = Product.objects.get_or_create(name="demo", defaults={"title": "Demo"})
+    version, _ = ProductVersion.objects.get_or_create(
+        product=product, version="1", defaults={"image": "platter/lab-base:1"}
+    )
+    return version
+
+
+def wants(count: int, cores=2, memory_mb=4096, disks=2, kind="hdd", role="worker") -> list:
+    return [InstanceWant(role, i, cores, memory_mb, disks, kind) for i in range(count)]
+
+
+def make_cluster(owner, instances: list, name: str | None = None, **kwargs) -> Cluster:
+    return create_cluster(owner, make_version(), name or f"c{next(_names)}", instances, **kwargs)
+
+
+def held_disks(cluster: Cluster) -> list[int]:
+    return sorted(
+        a.disk_id for i in Instance.objects.filter(cluster=cluster) for a in
+        i.allocations.filter(active=True)
+    )  # fmt: skip
