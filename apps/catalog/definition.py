@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .models import ProductVersion
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Docker accepts any name without "="; images such as apache/hadoop read CORE-SITE.XML_fs.x names.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 ROLE_KEYS = {
     "name",
     "min",
@@ -41,6 +42,7 @@ ROLE_KEYS = {
     "command",
     "environment",
     "description",
+    "user",
 }
 RESOURCE_KEYS = {"min", "default", "max"}
 OPTION_KEYS = {
@@ -56,7 +58,7 @@ OPTION_KEYS = {
     "roles",
 }
 PORT_KEYS = {"role", "port", "name", "protocol", "scheme"}
-STEP_KEYS = {"role", "command", "description", "timeout"}
+STEP_KEYS = {"role", "command", "description", "timeout", "once"}
 
 
 def validate_definition(version: ProductVersion) -> None:
@@ -134,7 +136,7 @@ def _check_roles(roles: Any, out: list[str]) -> list[str]:
                 )
         if role["max"] < 1:
             out.append(f"{where}.max: must be at least 1")
-        for key in ("image", "description"):
+        for key in ("image", "description", "user"):
             if key in role and not isinstance(role[key], str):
                 out.append(f"{where}.{key}: must be a string")
         if "command" in role and not _is_argv(role["command"]):
@@ -281,6 +283,8 @@ def _check_configure(version: ProductVersion, role_names: list[str], out: list[s
         if not _is_argv(step.get("command")):
             out.append(f"{where}.command: must be a non-empty list of strings")
             continue
+        if "once" in step and not isinstance(step["once"], bool):
+            out.append(f"{where}.once: must be true or false")
         if "timeout" in step and (not _is_int(step["timeout"]) or step["timeout"] < 1):
             out.append(f"{where}.timeout: must be a positive number of seconds")
         for part in step["command"]:

@@ -15,6 +15,7 @@ JSON shapes of the ProductVersion fields
       "disks": {"default": 1, "max": 4},           # optional "min" (default 0)
       "image": "spark:3.5.1",                     # optional, else ProductVersion.image
       "command": ["sh", "-c", "..."],             # optional, else the image's own command
+      "user": "root",                             # optional, else the image's own user
       "environment": {"ROLE_ONLY": "..."},        # optional, added to ProductVersion.environment
       "description": "..."}]                      # optional
 
@@ -41,9 +42,10 @@ JSON shapes of the ProductVersion fields
 ``environment`` -- ``{"NAME": "value"}`` for every container; values may use placeholders.
 
 ``configure`` -- post-start steps run in order once every container is up:
-``[{"role": "master", "command": ["sh", "-c", "..."], "description": "...", "timeout": 60}]``.
-A step runs in every instance of ``role`` (every instance when ``role`` is omitted); ``timeout``
-is in seconds (default 120).
+``[{"role": "master", "command": ["sh", "-c", "..."], "description": "...", "timeout": 60,
+"once": false}]``. A step runs in every instance of ``role`` (every instance when ``role`` is
+omitted), or only in the role's first instance with ``"once": true``; ``timeout`` is in seconds
+(default 120).
 
 Placeholders (``{{name}}``, in environment values, role commands and configure commands; double
 braces so shell ``${VAR}`` stays untouched) are listed in ``apps.catalog.templating``.

@@ -4,7 +4,8 @@
 
 - ``cluster``: the cluster's name; ``hostname``, ``role``, ``index``: this instance's;
   ``cores``, ``memory_mb``, ``disks``: this instance's resources;
-  ``data_dirs``: its disk mount points, space separated (``/data/1 /data/2``);
+  ``data_dirs``: its disk mount points, space separated (``/data/1 /data/2``; ``data_dirs_csv``
+  comma separated);
 - ``members``: every hostname of the cluster, space separated (``members_csv``: comma separated);
 - ``<role>_hosts`` / ``<role>_hosts_csv``: hostnames of one role; ``<role>_host``: its first
   host (empty when the role has no instance); ``<role>_count``: how many;
@@ -22,8 +23,18 @@ if TYPE_CHECKING:
     from .models import ProductVersion
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-INSTANCE_NAMES = ("cluster", "hostname", "role", "index", "cores", "memory_mb", "disks")
-CLUSTER_NAMES = ("members", "members_csv", "data_dirs")
+INSTANCE_NAMES = (
+    "cluster",
+    "hostname",
+    "role",
+    "index",
+    "cores",
+    "memory_mb",
+    "disks",
+    "data_dirs",
+    "data_dirs_csv",
+)
+CLUSTER_NAMES = ("members", "members_csv")
 ROLE_SUFFIXES = ("_hosts", "_hosts_csv", "_host", "_count")
 DEFAULT_CONFIGURE_TIMEOUT = 120
 
@@ -48,7 +59,7 @@ def known_placeholders(version: ProductVersion) -> set[str]:
 
 def default_hostname(cluster: str, role: str, index: int) -> str:
     """A DNS label such as ``mycluster-worker-2`` (lower case, at most 63 characters)."""
-    label = re.sub(r"[^a-z0-9-]+", "-", f"{cluster}-{role}-{index}".lower()).strip("-")
+    label = re.sub(r"[^a-z0-9]+", "-", f"{cluster}-{role}-{index}".lower()).strip("-")
     return label[-63:].lstrip("-")
 
 
@@ -64,6 +75,7 @@ def context_for(
     hostnames: Hostnames,
 ) -> dict[str, str]:
     members = [hostnames[(i.role, i.index)] for i in spec.instances]
+    data_dirs = [f"/data/{n}" for n in range(1, instance.disks + 1)]
     ctx: dict[str, str] = {name: _text(value) for name, value in spec.options.items()}
     for role in role_definitions(version):
         hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role["name"]]
@@ -79,7 +91,8 @@ def context_for(
         cores=str(instance.cores),
         memory_mb=str(instance.memory_mb),
         disks=str(instance.disks),
-        data_dirs=" ".join(f"/data/{n}" for n in range(1, instance.disks + 1)),
+        data_dirs=" ".join(data_dirs),
+        data_dirs_csv=",".join(data_dirs),
         members=" ".join(members),
         members_csv=",".join(members),
     )
@@ -129,10 +142,13 @@ def configure_plan(
     version: ProductVersion, spec: ClusterSpec, cluster: str, hostnames: Hostnames
 ) -> list[dict[str, Any]]:
     """Post-start steps in order: [{"description", "timeout", "runs": [(instance, argv), ...]}].
-    Steps run one after the other; the runs of one step may run in parallel."""
+    Steps run one after the other; the runs of one step may run in parallel. A step with
+    ``"once": true`` runs only in the first instance of its role."""
     plan = []
     for step in version.configure or []:
         targets = [i for i in spec.instances if step.get("role") in (None, i.role)]
+        if step.get("once"):
+            targets = targets[:1]
         runs = [
             (
                 i,

@@ -1,0 +1,110 @@
+"""Catalog rules: which versions users may launch, and loading the catalog file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from .models import Product, ProductVersion
+
+DEFAULT_CATALOG = Path(settings.BASE_DIR) / "fixtures" / "catalog.json"
+PRODUCT_FIELDS = ("title", "description", "logo")
+VERSION_FIELDS = (
+    "description",
+    "image",
+    "roles",
+    "options_schema",
+    "disk_kind",
+    "ports",
+    "environment",
+    "configure",
+    "capabilities",
+    "trusted",
+    "enabled",
+)
+
+
+def launchable_versions() -> QuerySet[ProductVersion]:
+    """Enabled versions that need no extra capabilities, or that an admin trusts."""
+    return (
+        ProductVersion.objects.filter(enabled=True)
+        .filter(Q(capabilities=[]) | Q(trusted=True))
+        .select_related("product")
+    )
+
+
+def is_launchable(version: ProductVersion) -> bool:
+    return version.enabled and (not version.capabilities or version.trusted)
+
+
+@dataclass
+class LoadReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+class CatalogFileError(ValueError):
+    pass
+
+
+def load_catalog(path: Path | str = DEFAULT_CATALOG) -> LoadReport:
+    """Create or update every product and version in the file, keyed by (product name,
+    version). Versions missing from the file are left alone: clusters may reference them
+    (disable them in the admin instead). All or nothing: one invalid version loads nothing."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CatalogFileError(f"cannot read catalog {path}: {exc}") from exc
+    products = data.get("products") if isinstance(data, dict) else None
+    if not isinstance(products, list):
+        raise CatalogFileError(f"{path}: expected {{'products': [...]}}")
+
+    report = LoadReport()
+    with transaction.atomic():
+        for entry in products:
+            product, _ = Product.objects.update_or_create(
+                name=entry["name"], defaults={k: entry.get(k, "") for k in PRODUCT_FIELDS}
+            )
+            for item in entry.get("versions", []):
+                _load_version(product, item, report)
+    return report
+
+
+def _load_version(product: Product, item: dict[str, Any], report: LoadReport) -> None:
+    label = f"{product.name} {item['version']}"
+    unknown = set(item) - {"version", *VERSION_FIELDS}
+    if unknown:
+        raise CatalogFileError(f"{label}: unknown keys {', '.join(sorted(unknown))}")
+    version = (
+        ProductVersion.objects.select_for_update()
+        .filter(product=product, version=item["version"])
+        .first()
+    )
+    created = version is None
+    if created:
+        version = ProductVersion(product=product, version=item["version"])
+    before = {name: getattr(version, name) for name in VERSION_FIELDS}
+    for name in VERSION_FIELDS:
+        if name in item:
+            setattr(version, name, item[name])
+    try:
+        version.full_clean()
+    except ValidationError as exc:
+        raise CatalogFileError(f"{label}: {exc.message_dict}") from exc
+    after = {name: getattr(version, name) for name in VERSION_FIELDS}
+    if created:
+        version.save()
+        report.created.append(label)
+    elif before != after:
+        version.save()
+        report.updated.append(label)
+    else:
+        report.unchanged.append(label)
