@@ -5,75 +5,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
-    dependencies = []
+    dependencies = [
+    ]
 
     operations = [
         migrations.CreateModel(
-            name="Product",
+            name='Product',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "name",
-                    models.SlugField(
-                        help_text="As used in URLs, e.g. hadoop", max_length=63, unique=True
-                    ),
-                ),
-                ("title", models.CharField(max_length=120)),
-                ("description", models.TextField(blank=True)),
-                ("logo", models.CharField(blank=True, max_length=255)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.SlugField(help_text='As used in URLs, e.g. hadoop', max_length=63, unique=True)),
+                ('title', models.CharField(max_length=120)),
+                ('description', models.TextField(blank=True)),
+                ('logo', models.CharField(blank=True, max_length=255)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="ProductVersion",
+            name='ProductVersion',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("version", models.CharField(max_length=32)),
-                ("description", models.TextField(blank=True)),
-                (
-                    "image",
-                    models.CharField(help_text="Default image of every role", max_length=255),
-                ),
-                ("roles", models.JSONField(default=list)),
-                ("options_schema", models.JSONField(default=dict)),
-                ("disk_kind", models.CharField(default="hdd", max_length=8)),
-                ("ports", models.JSONField(blank=True, default=list)),
-                ("environment", models.JSONField(blank=True, default=dict)),
-                ("configure", models.JSONField(blank=True, default=list)),
-                ("capabilities", models.JSONField(blank=True, default=list)),
-                ("trusted", models.BooleanField(default=False)),
-                ("enabled", models.BooleanField(default=True)),
-                ("created", models.DateTimeField(auto_now_add=True)),
-                (
-                    "product",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="versions",
-                        to="catalog.product",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('version', models.CharField(max_length=32)),
+                ('description', models.TextField(blank=True)),
+                ('image', models.CharField(help_text='Default image of every role', max_length=255)),
+                ('roles', models.JSONField(default=list)),
+                ('options_schema', models.JSONField(default=dict)),
+                ('disk_kind', models.CharField(default='hdd', max_length=8)),
+                ('ports', models.JSONField(blank=True, default=list)),
+                ('environment', models.JSONField(blank=True, default=dict)),
+                ('configure', models.JSONField(blank=True, default=list)),
+                ('capabilities', models.JSONField(blank=True, default=list)),
+                ('trusted', models.BooleanField(default=False)),
+                ('enabled', models.BooleanField(default=True)),
+                ('created', models.DateTimeField(auto_now_add=True)),
+                ('product', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='catalog.product')),
             ],
             options={
-                "ordering": ["product__name", "version"],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("product", "version"), name="catalog_unique_version"
-                    )
-                ],
+                'ordering': ['product__name', 'version'],
+                'constraints': [models.UniqueConstraint(fields=('product', 'version'), name='catalog_unique_version')],
             },
         ),
     ]
