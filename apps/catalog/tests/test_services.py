@@ -93,3 +93,25 @@ def test_it_offers_only_enabled_versions_that_need_no_trust_or_are_trusted():
     assert launchable_versions().filter(pk=demo.pk).exists()
     demo.refresh_from_db()
     assert is_launchable(demo)
+
+
+def test_it_loads_through_the_management_command_and_reports_counts():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("load_catalog", stdout=out)
+    call_command("load_catalog", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"created: {len(REAL_PRODUCTS)} (")
+    assert lines[3] == "created: 0" and lines[4] == "updated: 0"
+
+
+def test_it_names_the_file_problem_in_the_command(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "broken.json"
+    path.write_text("{not json")
+    with pytest.raises(CommandError, match="cannot read catalog"):
+        call_command("load_catalog", str(path))
