@@ -1,0 +1,83 @@
+import pytest
+from django.contrib.auth.models import Group
+
+from apps.accounts.models import Quota
+from apps.clusters.quotas import QuotaExceeded, user_usage
+from apps.clusters.reservation import reserve
+
+from .factories import make_cluster, make_network, make_node, wants
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def inventory(db):
+    make_network()
+    return [make_node() for _ in range(4)]
+
+
+def test_it_refuses_a_launch_over_quota_naming_limit_asked_and_used(alice):
+    Quota.objects.create(user=alice, max_cores=10)
+    reserve(make_cluster(alice, wants(2, cores=3)).id)
+    with pytest.raises(QuotaExceeded) as refused:
+        make_cluster(alice, wants(2, cores=3))
+    error = refused.value
+    assert (error.limit, error.asked, error.used, error.maximum) == ("max_cores", 6, 6, 10)
+    assert "quota max_cores of user alice is 10: asked 6, already using 6" in str(error)
+
+
+def test_usage_is_derived_from_active_allocations(alice):
+    cluster = make_cluster(alice, wants(2, cores=3, disks=2, kind="hdd"))
+    assert user_usage(alice.id)["max_cores"] == 0  # queued holds nothing yet
+    reserve(cluster.id)
+    used = user_usage(alice.id)
+    assert (used["max_clusters"], used["max_instances"], used["max_cores"]) == (1, 2, 6)
+    assert (used["max_disks"], used["max_disks_hdd"], used["max_disks_ssd"]) == (4, 4, 0)
+    from apps.clusters.services import destroy
+
+    destroy(cluster.id)
+    assert user_usage(alice.id)["max_disks"] == 0
+
+
+def test_it_limits_disks_per_kind(alice):
+    make_node(disks={"ssd": 4})
+    Quota.objects.create(user=alice, max_disks_ssd=2)
+    make_cluster(alice, wants(1, disks=4, kind="hdd"))
+    with pytest.raises(QuotaExceeded, match="max_disks_ssd"):
+        make_cluster(alice, wants(1, disks=3, kind="ssd"))
+
+
+def test_the_reservation_checks_again_and_fails_the_cluster(alice):
+    Quota.objects.create(user=alice, max_instances=3)
+    first = make_cluster(alice, wants(2))
+    second = make_cluster(alice, wants(2))  # fits while the first holds nothing
+    reserve(first.id)
+    outcome = reserve(second.id)
+    assert outcome.cause == "quota"
+    assert outcome.quota.limit == "max_instances"
+    second.refresh_from_db()
+    assert second.state == "failed"
+    assert "max_instances" in second.reason
+
+
+def test_a_group_quota_caps_its_members_together(alice, bob):
+    team = Group.objects.create(name="team")
+    team.user_set.add(alice, bob)
+    Quota.objects.create(group=team, max_cores=8)
+    reserve(make_cluster(alice, wants(1, cores=5)).id)
+    with pytest.raises(QuotaExceeded) as refused:
+        make_cluster(bob, wants(1, cores=4))
+    assert refused.value.scope == "group team"
+    assert refused.value.used == 5
+
+
+def test_users_without_a_quota_get_the_default(alice, settings):
+    settings.SCHEDULER_DEFAULT_QUOTA = {"max_clusters": 1}
+    make_cluster(alice, wants(1))
+    with pytest.raises(QuotaExceeded, match="max_clusters"):
+        make_cluster(alice, wants(1))
+
+
+def test_bob_usage_is_not_alices(alice, bob):
+    reserve(make_cluster(alice, wants(1, cores=4)).id)
+    assert user_usage(bob.id)["max_cores"] == 0

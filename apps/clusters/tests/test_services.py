@@ -1,0 +1,157 @@
+"""Life cycle: transitions, admission queue, data reuse, leases."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.clusters.admission import admit_queued, queue_order
+from apps.clusters.models import Cluster, DiskAllocation, Instance
+from apps.clusters.reservation import Reservation, release, reserve
+from apps.clusters.services import LeaseError, destroy, expire_leases, extend_lease
+from apps.clusters.transitions import TransitionError, transition
+from apps.inventory.models import Disk, Node
+
+from .factories import held_disks, make_cluster, make_network, make_node, wants
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def network(db):
+    return make_network()
+
+
+def test_a_transition_happens_only_from_the_expected_state(alice):
+    cluster = make_cluster(alice, wants(1))
+    assert transition(cluster.id, "queued", "placing")
+    assert not transition(cluster.id, "queued", "placing")  # someone else moved it
+    cluster.refresh_from_db()
+    assert cluster.state == "placing"
+    assert cluster.placing_at is not None
+    assert [e.message for e in cluster.events.all()] == ["queued", "placing"]
+
+
+def test_a_transition_the_machine_lacks_is_refused(alice):
+    cluster = make_cluster(alice, wants(1))
+    with pytest.raises(TransitionError, match="from queued to running"):
+        transition(cluster.id, "queued", "running")
+
+
+def test_a_queued_cluster_is_placed_when_capacity_frees(
+    alice, bob, django_capture_on_commit_callbacks
+):
+    make_node(disks={"hdd": 4})
+    first = make_cluster(alice, wants(1, disks=4))
+    reserve(first.id)
+    waiting = make_cluster(bob, wants(1, disks=3))
+    assert reserve(waiting.id).cause == "capacity"
+    with django_capture_on_commit_callbacks(execute=True):
+        destroy(first.id)  # the release commits, then the queue is retried
+    waiting.refresh_from_db()
+    assert waiting.state == "placing"
+
+
+def test_fifo_takes_the_oldest_and_sjf_the_shortest_lease(alice, settings):
+    long = make_cluster(alice, wants(1), lease_hours=48)
+    short = make_cluster(alice, wants(1), lease_hours=1)
+    endless = make_cluster(alice, wants(1))
+    settings.SCHEDULER_QUEUE_ORDER = "fifo"
+    assert queue_order() == [long.id, short.id, endless.id]
+    settings.SCHEDULER_QUEUE_ORDER = "sjf"
+    assert queue_order() == [short.id, long.id, endless.id]
+
+
+def test_strict_order_stops_at_the_first_misfit_unless_backfilling(alice, settings):
+    make_node(disks={"hdd": 2})
+    big = make_cluster(alice, wants(1, disks=3))
+    small = make_cluster(alice, wants(1, disks=1))
+    settings.SCHEDULER_QUEUE_BACKFILL = False
+    assert admit_queued() == []
+    settings.SCHEDULER_QUEUE_BACKFILL = True
+    assert admit_queued() == [small.id]
+    assert Cluster.objects.get(id=big.id).state == "queued"
+
+
+def test_a_new_cluster_reuses_a_destroyed_clusters_node_and_disks(alice):
+    for _ in range(3):
+        make_node()
+    old = make_cluster(alice, wants(2, disks=3))
+    reserve(old.id)
+    before = {(i.role, i.index): (i.node_id, held_disks_of(i)) for i in old.instances.all()}
+    destroy(old.id, keep_data=True)
+    make_cluster(alice, wants(3, disks=3))  # someone else's launch must not take that data
+    reserve(Cluster.objects.filter(state="queued").get().id)
+    new = make_cluster(alice, wants(2, disks=3), reuse_data_of=old)
+    assert isinstance(reserve(new.id), Reservation)
+    after = {(i.role, i.index): (i.node_id, held_disks_of(i)) for i in new.instances.all()}
+    assert after == before
+
+
+def held_disks_of(instance):
+    return sorted(instance.allocations.filter(active=True).values_list("disk_id", flat=True))
+
+
+def test_reuse_is_refused_when_a_disk_failed(alice):
+    make_node()
+    old = make_cluster(alice, wants(1, disks=2))
+    reserve(old.id)
+    disks = held_disks(old)
+    destroy(old.id)
+    Disk.objects.filter(id=disks[0]).update(state="failed")
+    new = make_cluster(alice, wants(1, disks=2), reuse_data_of=old)
+    outcome = reserve(new.id)
+    assert outcome.cause == "reuse"
+    assert "is failed" in outcome.message
+
+
+def test_reuse_is_refused_when_the_node_is_down(alice):
+    node = make_node()
+    old = make_cluster(alice, wants(1, disks=2))
+    reserve(old.id)
+    destroy(old.id)
+    Node.objects.filter(id=node.id).update(state="down")
+    outcome = reserve(make_cluster(alice, wants(1, disks=2), reuse_data_of=old).id)
+    assert f"node {node.name}" in outcome.message
+    assert "is down" in outcome.message
+
+
+def test_reuse_is_refused_after_a_wipe(alice):
+    make_node()
+    old = make_cluster(alice, wants(1, disks=2))
+    reserve(old.id)
+    destroy(old.id, keep_data=False)
+    outcome = reserve(make_cluster(alice, wants(1, disks=2), reuse_data_of=old).id)
+    assert "wiped" in outcome.message
+    assert not DiskAllocation.objects.filter(data_kept=True).exists()
+
+
+def test_an_expired_lease_destroys_the_cluster_keeping_data(alice):
+    make_node()
+    cluster = make_cluster(alice, wants(1, disks=2), lease_hours=1)
+    reserve(cluster.id)
+    assert expire_leases(timezone.now()) == []
+    assert expire_leases(timezone.now() + timedelta(hours=2)) == [cluster.id]
+    cluster.refresh_from_db()
+    assert cluster.state == "destroyed"
+    assert DiskAllocation.objects.filter(data_kept=True).count() == 2
+    assert not Instance.objects.filter(active=True).exists()
+
+
+def test_a_lease_can_be_extended_within_the_cap(alice, settings):
+    settings.SCHEDULER_MAX_LEASE_HOURS = 10
+    cluster = make_cluster(alice, wants(1), lease_hours=2)
+    end = extend_lease(cluster.id, 3)
+    assert timedelta(hours=4.9) < end - timezone.now() <= timedelta(hours=5)
+    with pytest.raises(LeaseError, match="at most 10 hours"):
+        extend_lease(cluster.id, 6)
+    with pytest.raises(LeaseError, match="at most 10 hours"):
+        make_cluster(alice, wants(1), lease_hours=11)
+
+
+def test_release_twice_frees_nothing_more(alice):
+    make_node()
+    cluster = make_cluster(alice, wants(1, disks=2))
+    reserve(cluster.id)
+    assert release(cluster.id) == 2
+    assert release(cluster.id) == 0
