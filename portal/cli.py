@@ -75,6 +75,7 @@ def run(stack: Stack) -> int:
     manage("seed_demo")
     manage("collectstatic", "--no-input", "-v", "0")
     step("web, worker and beat")
+    devservers.STATE_DIR.mkdir(parents=True, exist_ok=True)
     children = [
         subprocess.Popen(
             [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS], cwd=BASE_DIR
@@ -107,7 +108,7 @@ def run(stack: Stack) -> int:
                 "-l",
                 "info",
                 "-s",
-                str(BASE_DIR / ".local" / "celerybeat-schedule"),
+                str(devservers.STATE_DIR / "celerybeat-schedule"),
             ],
             cwd=BASE_DIR,
         ),
