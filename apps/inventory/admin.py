@@ -1,0 +1,117 @@
+from django.contrib import admin, messages
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from .models import Address, Disk, Network, Node
+from .services import set_node_state
+
+
+def _active_sum(field: str):
+    from apps.clusters.models import Instance
+
+    used = (
+        Instance.objects.filter(node=OuterRef("pk"), active=True)
+        .values("node")
+        .annotate(total=Sum(field))
+        .values("total")
+    )
+    return Coalesce(Subquery(used, output_field=IntegerField()), 0)
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ["name", "state", "endpoint", "cores_used", "memory_used", "disks_free"]
+    list_filter = ["state"]
+    search_fields = ["name", "endpoint"]
+    actions = ["drain", "activate"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                used_cores=_active_sum("cores"),
+                used_memory=_active_sum("memory_mb"),
+                free_disks=Count("disks", filter=Q(disks__state="available")),
+                all_disks=Count("disks"),
+            )
+        )
+
+    @admin.display(description="cores used / total")
+    def cores_used(self, node: Node) -> str:
+        return f"{node.used_cores} / {node.cores} ({node.cores - node.used_cores} free)"
+
+    @admin.display(description="memory MB used / total")
+    def memory_used(self, node: Node) -> str:
+        return f"{node.used_memory} / {node.memory_mb}"
+
+    @admin.display(description="disks free / total")
+    def disks_free(self, node: Node) -> str:
+        return f"{node.free_disks} / {node.all_disks}"
+
+    @admin.action(description="Drain: keep running instances, place nothing new")
+    def drain(self, request, queryset):
+        for node in queryset:
+            set_node_state(node.id, Node.State.DRAINING)
+        messages.success(request, f"{queryset.count()} node(s) draining")
+
+    @admin.action(description="Activate: accept new instances")
+    def activate(self, request, queryset):
+        for node in queryset:
+            set_node_state(node.id, Node.State.ACTIVE)
+        messages.success(request, f"{queryset.count()} node(s) active")
+
+
+@admin.register(Disk)
+class DiskAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "kind", "state", "holder", "last_holder"]
+    list_filter = ["state", "kind", "node__state"]
+    search_fields = ["node__name", "mount_path", "device"]
+    list_select_related = ["node"]
+    actions = ["mark_failed", "mark_retired", "mark_available"]
+
+    @admin.display(description="held by")
+    def holder(self, disk: Disk) -> str:
+        active = disk.allocations.filter(active=True).select_related("instance__cluster").first()
+        return f"{active.instance.cluster.name}/{active.instance}" if active else "-"
+
+    @admin.display(description="keeps data of")
+    def last_holder(self, disk: Disk) -> str:
+        kept = disk.allocations.filter(data_kept=True).select_related("instance__cluster").first()
+        return f"{kept.instance.cluster.name}/{kept.instance}" if kept else "-"
+
+    def _mark(self, request, queryset, state: str) -> None:
+        # A disk in use stays allocated to its instance; failed/retired stops further use.
+        count = queryset.update(state=state)
+        messages.success(request, f"{count} disk(s) marked {state}")
+
+    @admin.action(description="Mark failed")
+    def mark_failed(self, request, queryset):
+        self._mark(request, queryset, Disk.State.FAILED)
+
+    @admin.action(description="Mark retired")
+    def mark_retired(self, request, queryset):
+        self._mark(request, queryset, Disk.State.RETIRED)
+
+    @admin.action(description="Mark available again (only disks nobody holds)")
+    def mark_available(self, request, queryset):
+        self._mark(request, queryset.exclude(allocations__active=True), Disk.State.AVAILABLE)
+
+
+@admin.register(Network)
+class NetworkAdmin(admin.ModelAdmin):
+    list_display = ["name", "subnet", "gateway", "first_address", "last_address", "free"]
+
+    @admin.display(description="free addresses")
+    def free(self, network: Network) -> int:
+        return network.addresses.filter(held=False).count()
+
+
+@admin.register(Address)
+class AddressAdmin(admin.ModelAdmin):
+    list_display = ["ip", "network", "held"]
+    list_filter = ["held", "network"]
+    search_fields = ["ip"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # generated from the network's range

@@ -1,0 +1,258 @@
+"""Reservation latency and throughput on synthetic inventories, next to raw Postgres.
+
+    .venv/bin/python bench/reservation [--sizes 1000,10000] [--clients 1,8]
+
+Works in its own database (platter_bench, created and dropped here), never the dev one.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+
+import django  # noqa: E402
+import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+BENCH_DB = "platter_bench"
+SHAPES = {  # name: (instances, cores, memory_mb, disks)
+    "4 inst x 8 disks": (4, 2, 8192, 8),
+    "1 inst x 1 disk": (1, 1, 1024, 1),
+}
+
+
+def server_dsn(dbname: str) -> str:
+    db = settings.DATABASES["default"]
+    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={dbname}" + (
+        f" password={db['PASSWORD']}" if db.get("PASSWORD") else ""
+    )
+
+
+def recreate_database(admin_db: str, drop_only: bool = False) -> None:
+    with psycopg.connect(server_dsn(admin_db), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        if not drop_only:
+            conn.execute(f"CREATE DATABASE {BENCH_DB}")
+
+
+def build_inventory(nodes: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "TRUNCATE clusters_diskallocation, clusters_clusterevent, clusters_instance,"
+            " clusters_cluster, inventory_disk, inventory_node RESTART IDENTITY CASCADE"
+        )
+        cur.execute(
+            "INSERT INTO inventory_node (name, endpoint, tls_dir, cores, memory_mb, state,"
+            " labels, disk_root, network_parent, created)"
+            " SELECT 'bench-' || g, 'unix:///run/docker.sock', '', 12, 65536, 'active', '{}',"
+            " '', '', now() FROM generate_series(1, %s) g",
+            [nodes],
+        )
+        cur.execute(
+            "INSERT INTO inventory_disk (node_id, mount_path, device, kind, capacity_bytes,"
+            " state, write_bps, read_bps)"
+            " SELECT n.id, '/data/' || k, '', 'hdd', 4000000000000, 'available', 0, 0"
+            " FROM inventory_node n CROSS JOIN generate_series(1, 12) k"
+        )
+        cur.execute("ANALYZE")
+
+
+def reset_allocations() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "TRUNCATE clusters_diskallocation, clusters_clusterevent, clusters_instance,"
+            " clusters_cluster RESTART IDENTITY CASCADE"
+        )
+        cur.execute("UPDATE inventory_disk SET state = 'available' WHERE state <> 'available'")
+        cur.execute("UPDATE inventory_address SET held = false WHERE held")
+
+
+def queue_clusters(users, version, shape, count: int) -> list[int]:
+    from apps.clusters.models import Cluster, Instance
+
+    instances, cores, memory, disks = shape
+    clusters = Cluster.objects.bulk_create(
+        Cluster(owner=users[n % len(users)], version=version, name=f"b{n}") for n in range(count)
+    )
+    Instance.objects.bulk_create(
+        Instance(cluster=c, role="worker", index=i, cores=cores, memory_mb=memory, disks=disks)
+        for c in clusters
+        for i in range(instances)
+    )
+    return [c.id for c in clusters]
+
+
+def run_clients(clients: int, work: list, job) -> tuple[list[float], float, list]:
+    """Split `work` over `clients` threads; per-item latencies (s), wall time, results."""
+    from django.db import connection
+
+    latencies: list[float] = []
+    results: list = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def client(items):
+        mine, outs = [], []
+        barrier.wait()
+        for item in items:
+            start = time.perf_counter()
+            outs.append(job(item))
+            mine.append(time.perf_counter() - start)
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+            results.extend(outs)
+
+    threads = [threading.Thread(target=client, args=(work[i::clients],)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return latencies, time.perf_counter() - start, results
+
+
+def raw_transaction_rate(clients: int, seconds: float = 2.0) -> float:
+    """Committed single-row UPDATE transactions per second: the floor any reservation pays."""
+    dsn = server_dsn(BENCH_DB)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_counter (id int PRIMARY KEY, n bigint)")
+        conn.execute(
+            "INSERT INTO bench_counter SELECT g, 0 FROM generate_series(0, 63) g"
+            " ON CONFLICT DO NOTHING"
+        )
+    counts = [0] * clients
+    barrier = threading.Barrier(clients)
+
+    def client(slot):
+        with psycopg.connect(dsn) as conn:
+            barrier.wait()
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                with conn.transaction():
+                    conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
+                counts[slot] += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / seconds
+
+
+def double_allocations() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT (SELECT COUNT(*) FROM (SELECT disk_id FROM clusters_diskallocation"
+            " WHERE active GROUP BY disk_id HAVING COUNT(*) > 1) d)"
+            " + (SELECT COUNT(*) FROM (SELECT address_id FROM clusters_instance WHERE active"
+            " GROUP BY address_id HAVING COUNT(*) > 1) a)"
+            " + (SELECT COUNT(*) FROM inventory_node n WHERE n.cores < (SELECT"
+            " COALESCE(SUM(cores), 0) FROM clusters_instance i WHERE i.node_id = n.id"
+            " AND i.active))"
+        )
+        return cur.fetchone()[0]
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--clients", default="1,8")
+    parser.add_argument("--clusters", type=int, default=160, help="4x8 reservations per run")
+    parser.add_argument("--claims", type=int, default=400, help="1x1 reservations per run")
+    args = parser.parse_args()
+
+    admin_db = settings.DATABASES["default"]["NAME"]
+    if admin_db == BENCH_DB:
+        raise SystemExit("point DATABASE_URL at a normal database; the bench makes its own")
+    recreate_database(admin_db)
+    settings.DATABASES["default"]["NAME"] = BENCH_DB
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    settings.SCHEDULER_ADMIT_ON_RELEASE = False
+    django.setup()
+    try:
+        bench(args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        recreate_database(admin_db, drop_only=True)
+
+
+def bench(args) -> None:
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from apps.accounts.models import Quota
+    from apps.catalog.models import Product, ProductVersion
+    from apps.clusters.reservation import Reservation, reserve
+    from apps.inventory.models import Network
+
+    call_command("migrate", verbosity=0)
+    Network.objects.create(
+        name="bench", subnet="10.64.0.0/16", gateway="10.64.0.1",
+        first_address="10.64.0.2", last_address="10.64.255.254",
+    )  # fmt: skip
+    users = [get_user_model().objects.create_user(f"bench{n}") for n in range(8)]
+    Quota.objects.bulk_create(Quota(user=u) for u in users)  # all limits unlimited
+    product = Product.objects.create(name="bench", title="Bench")
+    version = ProductVersion.objects.create(product=product, version="1", image="x")
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    client_counts = [int(c) for c in args.clients.split(",")]
+    header = (
+        f"{'nodes':>6} {'shape':<17} {'cli':>3} {'n':>4} {'ok':>4} {'p50 ms':>7} {'p95 ms':>7}"
+        f" {'p99 ms':>7} {'res/s':>7} {'raw tx/s':>8} {'ratio':>6} {'double':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        started = time.perf_counter()
+        build_inventory(size)
+        print(f"# inventory of {size} nodes, {size * 12} disks built in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
+        for name, shape in SHAPES.items():
+            count = args.clusters if shape[0] > 1 else args.claims
+            for clients in client_counts:
+                reset_allocations()
+                ids = queue_clusters(users, version, shape, count)
+                latencies, wall, results = run_clients(clients, ids, reserve)
+                ok = sum(isinstance(r, Reservation) for r in results)
+                raw = raw_transaction_rate(clients)
+                rate = len(ids) / wall
+                print(
+                    f"{size:>6} {name:<17} {clients:>3} {len(ids):>4} {ok:>4}"
+                    f" {pct(latencies, 50):>7.1f} {pct(latencies, 95):>7.1f}"
+                    f" {pct(latencies, 99):>7.1f} {rate:>7.0f} {raw:>8.0f}"
+                    f" {rate / raw:>6.1%} {double_allocations():>6}",
+                    flush=True,
+                )
+    print(
+        "ratio = reservations/s over raw single-row transactions/s at the same client count;"
+        " double = disks or addresses held twice + nodes over capacity"
+    )
+    print(f"median of all latencies: {statistics.median(latencies) * 1000:.1f} ms (last run)")
+
+
+if __name__ == "__main__":
+    main()
