@@ -15,8 +15,9 @@ import requests
 from django.conf import settings
 
 from apps.inventory.models import Disk, Network, Node
-from apps.lab import lab, pki
+from apps.lab import pki
 from apps.lab.host import mounted_device
+from apps.lab.nodes import NETWORK_NAME, state_dir
 from workers import drivers
 
 pytestmark = pytest.mark.lab
@@ -54,7 +55,7 @@ def test_a_tls_node_refuses_a_certificate_from_another_ca(lab_inventory, tmp_pat
     pki.ensure_ca(tmp_path / "rogue-ca", "Rogue CA")
     pki.issue(tmp_path / "rogue-ca", tmp_path / "rogue", "intruder", client=True)
     # Trust the real node CA so only the client side of the handshake can fail.
-    (tmp_path / "rogue" / "ca.pem").write_bytes((lab.state_dir() / "pki/ca/ca.pem").read_bytes())
+    (tmp_path / "rogue" / "ca.pem").write_bytes((state_dir() / "pki/ca/ca.pem").read_bytes())
     client = drivers.connect(node.endpoint, str(tmp_path / "rogue"), timeout=5)
     with pytest.raises((docker.errors.DockerException, requests.exceptions.ConnectionError)):
         client.ping()
@@ -157,8 +158,8 @@ def run_on(node: Node, name: str, ip: str, command: list[str], started: list, **
         command,
         name=unique,
         hostname=name,
-        network=lab.NETWORK_NAME,
-        networking_config={lab.NETWORK_NAME: client.api.create_endpoint_config(ipv4_address=ip)},
+        network=NETWORK_NAME,
+        networking_config={NETWORK_NAME: client.api.create_endpoint_config(ipv4_address=ip)},
         **options,
     )
     started.append(container)
