@@ -96,30 +96,39 @@ class Postgres:
         """Start the cluster if needed; True when this call started it."""
         if self.running():
             return False
-        self._init()
+        fresh = self._init()
         log = self.data_dir.parent / "postgres.log"
-        subprocess.run(
-            [
-                *_as_postgres_user(),
-                postgres_bin("pg_ctl"),
-                "-D",
-                str(self.data_dir),
-                "-l",
-                str(log),
-                "-o",
-                f"-p {self.port} -h {HOST} -k {self.data_dir}",
-                "-w",
-                "start",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        options = f"-p {self.port} -h {HOST} -k {self.data_dir}"
+        self._pg_ctl("start", "-w", "-l", str(log), "-o", options)
         wait_for_port(HOST, self.port, "PostgreSQL")
+        if fresh:
+            subprocess.run(
+                [
+                    postgres_bin("createdb"),
+                    "-h",
+                    HOST,
+                    "-p",
+                    str(self.port),
+                    "-U",
+                    "platter",
+                    "platter",
+                ],
+                check=True,
+            )
         return True
 
-    def _init(self) -> None:
+    def down(self) -> None:
+        if (self.data_dir / "postmaster.pid").exists():
+            self._pg_ctl("stop", "-w", "-m", "fast", check=False)
+
+    def _pg_ctl(self, *args: str, check: bool = True) -> None:
+        command = [*_as_postgres_user(), postgres_bin("pg_ctl"), "-D", str(self.data_dir), *args]
+        subprocess.run(command, check=check, stdout=subprocess.DEVNULL)
+
+    def _init(self) -> bool:
+        """Create the cluster on first use; True when it was created now."""
         if (self.data_dir / "PG_VERSION").exists():
-            return
+            return False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             for folder in (self.data_dir.parent, self.data_dir):
@@ -147,54 +156,7 @@ class Postgres:
                 "\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
                 "max_connections = 300\nshared_buffers = 256MB\n"
             )
-        self._start_once_and_create_database()
-
-    def _start_once_and_create_database(self) -> None:
-        subprocess.run(
-            [
-                *_as_postgres_user(),
-                postgres_bin("pg_ctl"),
-                "-D",
-                str(self.data_dir),
-                "-o",
-                f"-p {self.port} -h {HOST} -k {self.data_dir}",
-                "-w",
-                "start",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        subprocess.run(
-            [
-                postgres_bin("createdb"),
-                "-h",
-                HOST,
-                "-p",
-                str(self.port),
-                "-U",
-                "platter",
-                "platter",
-            ],
-            check=True,
-        )
-        self.down()
-
-    def down(self) -> None:
-        if (self.data_dir / "postmaster.pid").exists():
-            subprocess.run(
-                [
-                    *_as_postgres_user(),
-                    postgres_bin("pg_ctl"),
-                    "-D",
-                    str(self.data_dir),
-                    "-m",
-                    "fast",
-                    "-w",
-                    "stop",
-                ],
-                check=False,
-                stdout=subprocess.DEVNULL,
-            )
+        return True
 
 
 @dataclass
