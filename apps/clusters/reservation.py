@@ -143,7 +143,7 @@ def _lock_and_recheck(wants: list[Instance], node_of: dict, reuse: bool) -> None
     )  # fmt: skip
     if any(states.get(n) != Node.State.ACTIVE for n in node_ids):
         raise _Raced  # drained meanwhile: plan again (a reuse plan then names the node)
-    free = placement.free_on(node_ids)
+    free = placement.free_on(node_ids, tuple(sorted({w.disk_kind for w in wants})))
     for want in wants:
         node = free[node_of[want.id]]
         if reuse:  # reused disks are counted by _reuse_plan; only cores and memory here

@@ -150,7 +150,7 @@ LOGGING = {
 SCHEDULER_SPREAD = envbool("PLATTER_SCHEDULER_SPREAD", True)
 # Placement scores only the first N nodes that fit instead of all of them (like Kubernetes'
 # percentageOfNodesToScore): keeps a reservation's cost flat on inventories of 10,000 nodes.
-SCHEDULER_CANDIDATE_WINDOW = envint("PLATTER_SCHEDULER_CANDIDATE_WINDOW", 64)
+SCHEDULER_CANDIDATE_WINDOW = envint("PLATTER_SCHEDULER_CANDIDATE_WINDOW", 16)
 # Times a reservation is re-planned when a concurrent one took the chosen capacity first.
 SCHEDULER_RESERVE_ATTEMPTS = envint("PLATTER_SCHEDULER_RESERVE_ATTEMPTS", 5)
 # Admission queue order: "fifo" (oldest first) or "sjf" (shortest declared lease first).
