@@ -14,6 +14,7 @@ from pathlib import Path
 import docker
 from django.conf import settings
 from django.db import transaction
+from django.db.models import ProtectedError
 
 from apps.inventory.models import Disk, Network, Node
 
@@ -118,13 +119,19 @@ def sync_inventory() -> list[Node]:
     return records
 
 
-def unregister(names: list[str]) -> None:
-    Disk.objects.filter(node__name__in=names).delete()
-    Node.objects.filter(name__in=names).delete()
-    Network.objects.filter(name="lab").delete()
-
-
-# ---------------------------------------------------------------- up / down / status
+def unregister(names: list[str]) -> str:
+    """Delete the lab's inventory rows; rows that cluster history still points at are kept,
+    marked down and retired, so no user's records are lost with the lab."""
+    try:
+        with transaction.atomic():
+            Disk.objects.filter(node__name__in=names).delete()
+            Node.objects.filter(name__in=names).delete()
+            Network.objects.filter(name="lab").delete()
+        return "inventory rows removed"
+    except ProtectedError:
+        Disk.objects.filter(node__name__in=names).update(state=Disk.State.RETIRED)
+        Node.objects.filter(name__in=names).update(state=Node.State.DOWN)
+        return "clusters still refer to the lab's nodes: their rows are kept, marked down"
 
 
 def require_root() -> None:
@@ -169,7 +176,7 @@ def down(log=print) -> None:
         remove_disks(node)
         log(f"{node.name}: stopped")
     host.delete_link(bridge_name())
-    unregister([node.name for node in nodes])
+    log(unregister([node.name for node in nodes]))
     shutil.rmtree(state_dir(), ignore_errors=True)
     shutil.rmtree(run_dir(), ignore_errors=True)
 

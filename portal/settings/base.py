@@ -115,7 +115,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE = {
+    "expire-leases": {"task": "platter.expire_leases", "schedule": 60.0},
+    "admit-queued": {"task": "platter.admit_queued", "schedule": 30.0},
+}
 
 # Docker Engine API calls to nodes never wait longer than this (seconds).
 NODE_API_TIMEOUT = envint("PLATTER_NODE_API_TIMEOUT", 30)
