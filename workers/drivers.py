@@ -81,3 +81,16 @@ def ensure_macvlan_network(
         pool_configs=[docker.types.IPAMPool(subnet=subnet, gateway=gateway)]
     )
     client.networks.create(name, driver="macvlan", ipam=ipam, options={"parent": parent})
+
+
+def throttle_options(disks: list) -> dict:
+    """blkio throttles for a container from its disks' caps (the lab uses them to emulate
+    spindles; admins use them to keep one instance from saturating a shared controller)."""
+    options: dict[str, list[dict]] = {}
+    for disk in disks:
+        if not disk.device:
+            continue
+        for key, rate in (("device_write_bps", disk.write_bps), ("device_read_bps", disk.read_bps)):
+            if rate:
+                options.setdefault(key, []).append({"Path": disk.device, "Rate": int(rate)})
+    return options
