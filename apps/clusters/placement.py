@@ -2,11 +2,10 @@
 
 One SQL statement returns candidate nodes with their free cores, memory and disks per kind;
 the concrete disks are only picked later, on the chosen (locked) nodes. Scanning starts at a
-random node and stops after SCHEDULER_CANDIDATE_WINDOW fitting nodes, so the cost stays flat
+random node id and stops after SCHEDULER_CANDIDATE_WINDOW fitting nodes, so the cost stays flat
 on large inventories and concurrent reservations mostly look at different nodes.
 """
 
-import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -65,10 +64,12 @@ KIND_SQL = (
 )
 
 
-def _select(where: str, params: list, kinds=DISK_KINDS, suffix: str = "") -> list[NodeFree]:
-    """Free counts; only the disk kinds asked for are counted (fewer subqueries per node)."""
+def _sql(where: str, kinds, suffix: str = "") -> str:
     counts = ", ".join(KIND_SQL.format(kind=k) for k in kinds)
-    sql = FREE_SQL.format(kinds=counts, where=where) + suffix
+    return FREE_SQL.format(kinds=counts, where=where) + suffix
+
+
+def _fetch(sql: str, params: list, kinds) -> list[NodeFree]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -81,6 +82,11 @@ def _select(where: str, params: list, kinds=DISK_KINDS, suffix: str = "") -> lis
         free.total_disks = sum(disks.values())
         result.append(free)
     return result
+
+
+def _select(where: str, params: list, kinds=DISK_KINDS, suffix: str = "") -> list[NodeFree]:
+    """Free counts; only the disk kinds asked for are counted (fewer subqueries per node)."""
+    return _fetch(_sql(where, kinds, suffix), params, kinds)
 
 
 def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
@@ -107,20 +113,18 @@ def candidates(wants: list, window: int | None = None) -> list[NodeFree]:
         (kind,) = kinds
         fit += " AND " + KIND_SQL.format(kind=kind) + " >= %s"
         params.append(min(w.disks for w in wants))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT MIN(id), MAX(id) FROM inventory_node")
-        low, high = cursor.fetchone()
-    if low is None:
-        return []
-    pivot = random.randint(low, high)  # noqa: S311  (load spreading, not security)
-    asked = tuple(sorted(kinds))
-    found = _select(
-        f"{fit} AND n.id >= %s", [*params, pivot, window], asked, " ORDER BY n.id LIMIT %s"
+    # One statement: the pivot is drawn once (a CTE used twice is materialised), and the
+    # LIMIT over UNION ALL stops before the wrap-around part when the first part fills it.
+    pivot = (
+        "WITH pivot AS (SELECT MIN(id) + floor(random() * (MAX(id) - MIN(id) + 1))::bigint"
+        " AS id FROM inventory_node) SELECT * FROM ("
     )
-    if len(found) < window:  # wrap around to the nodes before the pivot
-        rest = [*params, pivot, window - len(found)]
-        found += _select(f"{fit} AND n.id < %s", rest, asked, " ORDER BY n.id LIMIT %s")
-    return found
+    asked = tuple(sorted(kinds))
+    order = " ORDER BY n.id LIMIT %s"
+    after = _sql(f"{fit} AND n.id >= (SELECT id FROM pivot)", asked, order)  # noqa: S608  (our constants)
+    before = _sql(f"{fit} AND n.id < (SELECT id FROM pivot)", asked, order)  # noqa: S608
+    sql = f"{pivot}({after}) UNION ALL ({before})) found LIMIT %s"
+    return _fetch(sql, [*params, window, *params, window, window], asked)
 
 
 def assign(wants: list, nodes: list[NodeFree], spread: bool | None = None) -> dict | None:

@@ -5,11 +5,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, Sum
+from django.db import connection
+from django.db.models import Q
 
 from apps.accounts.models import LIMIT_FIELDS, Quota
 
-from .models import LIVE_STATES, Cluster, DiskAllocation, Instance
+from .models import LIVE_STATES
 
 DISK_KINDS = ("hdd", "ssd", "nvme")
 
@@ -61,37 +62,65 @@ class Demand:
         return asked
 
 
-def usage(owners: Q, exclude_cluster: int | None = None) -> dict[str, int]:
-    """Current usage of the clusters matching `owners` (a Q on Cluster.owner), per limit."""
-    clusters = Cluster.objects.filter(owners, state__in=LIVE_STATES)
-    if exclude_cluster is not None:
-        clusters = clusters.exclude(id=exclude_cluster)
-    held = Instance.objects.filter(active=True, cluster__in=clusters).aggregate(
-        n=Count("id"), cores=Sum("cores"), memory=Sum("memory_mb")
+# Usage of one owner scope in one statement: live clusters, then what their active instances
+# and disk allocations hold. {owners} is one of OWNER_SQL; no counter that could drift.
+USAGE_SQL = """
+WITH live AS (
+    SELECT c.id FROM clusters_cluster c
+    WHERE {owners} AND c.state = ANY(%(live)s)
+      AND (%(exclude)s::bigint IS NULL OR c.id <> %(exclude)s::bigint)
+)
+SELECT (SELECT COUNT(*) FROM live), i.n, i.cores, i.memory, d.total, {kinds}
+FROM (
+    SELECT COUNT(*) AS n, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory_mb), 0) AS memory
+    FROM clusters_instance WHERE active AND cluster_id IN (SELECT id FROM live)
+) i, (
+    SELECT COUNT(*) AS total, {kind_counts}
+    FROM clusters_diskallocation a
+    JOIN clusters_instance h ON h.id = a.instance_id
+    JOIN inventory_disk k ON k.id = a.disk_id
+    WHERE a.active AND h.cluster_id IN (SELECT id FROM live)
+) d
+"""
+OWNER_SQL = {
+    "user": "c.owner_id = %(owner)s",
+    "group": "c.owner_id IN (SELECT user_id FROM {groups} WHERE group_id = %(owner)s)",
+}
+
+
+def _usage(scope: str, owner_id: int, exclude_cluster: int | None) -> dict[str, int]:
+    groups = get_user_model().groups.through._meta.db_table
+    sql = USAGE_SQL.format(
+        owners=OWNER_SQL[scope].format(groups=groups),
+        kinds=", ".join(f"d.{kind}" for kind in DISK_KINDS),
+        kind_counts=", ".join(
+            f"COUNT(*) FILTER (WHERE k.kind = '{kind}') AS {kind}" for kind in DISK_KINDS
+        ),
     )
-    disks = dict(
-        DiskAllocation.objects.filter(active=True, instance__cluster__in=clusters)
-        .values_list("disk__kind")
-        .annotate(n=Count("id"))
-    )
+    params = {"owner": owner_id, "live": LIVE_STATES, "exclude": exclude_cluster}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        clusters, instances, cores, memory, disks, *by_kind = cursor.fetchone()
     used = {
-        "max_clusters": clusters.count(),
-        "max_instances": held["n"],
-        "max_cores": held["cores"] or 0,
-        "max_memory_mb": held["memory"] or 0,
-        "max_disks": sum(disks.values()),
+        "max_clusters": clusters,
+        "max_instances": instances,
+        "max_cores": cores,
+        "max_memory_mb": memory,
+        "max_disks": disks,
     }
-    for kind in DISK_KINDS:
-        used[f"max_disks_{kind}"] = disks.get(kind, 0)
+    for kind, count in zip(DISK_KINDS, by_kind, strict=True):
+        used[f"max_disks_{kind}"] = count
     return used
 
 
 def user_usage(user_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
-    return usage(Q(owner_id=user_id), exclude_cluster)
+    """Current usage of the user's live clusters, per limit."""
+    return _usage("user", user_id, exclude_cluster)
 
 
 def group_usage(group_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
-    return usage(Q(owner__groups__id=group_id), exclude_cluster)
+    """Current usage of the live clusters of every member of the group, per limit."""
+    return _usage("group", group_id, exclude_cluster)
 
 
 def default_limits() -> dict[str, int | None]:
@@ -103,17 +132,30 @@ def lock_quotas(user_id: int) -> list[tuple[str, dict, object]]:
     """Lock what serialises quota checks (the user row, then the user's group quotas, in id
     order so concurrent reservations never deadlock) and return the applicable limits as
     (scope, limits, usage function) triples."""
-    user = get_user_model().objects.select_for_update().get(id=user_id)
-    own = Quota.objects.filter(user_id=user_id).first()
+    user_model = get_user_model()
+    username = (
+        user_model.objects.select_for_update()
+        .values_list(user_model.USERNAME_FIELD, flat=True)
+        .get(id=user_id)
+    )
+    # The user's own quota and their groups' quotas in one statement, locked in id order.
+    quotas = list(
+        Quota.objects.select_for_update(of=("self",))
+        .filter(Q(user_id=user_id) | Q(group__user=user_id))
+        .select_related("group")
+        .order_by("id")
+    )
+    own = next((q for q in quotas if q.user_id == user_id), None)
     applicable: list[tuple[str, dict, object]] = [
         (
-            f"user {user.get_username()}",
+            f"user {username}",
             own.limits() if own else default_limits(),
             lambda exclude: user_usage(user_id, exclude),
         )
     ]
-    groups = Quota.objects.select_for_update().filter(group__user=user_id).order_by("id")
-    for quota in groups.select_related("group"):
+    for quota in quotas:
+        if quota.group_id is None:
+            continue
         applicable.append(
             (
                 f"group {quota.group.name}",
