@@ -76,43 +76,14 @@ def run(stack: Stack) -> int:
     manage("collectstatic", "--no-input", "-v", "0")
     step("web, worker and beat")
     devservers.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    children = [
-        subprocess.Popen(
-            [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS], cwd=BASE_DIR
-        ),
-        subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "worker",
-                "-l",
-                "info",
-                "-c",
-                "4",
-                "-n",
-                "platter@%h",
-            ],
-            cwd=BASE_DIR,
-        ),
-        subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "beat",
-                "-l",
-                "info",
-                "-s",
-                str(devservers.STATE_DIR / "celerybeat-schedule"),
-            ],
-            cwd=BASE_DIR,
-        ),
+    celery = [PYTHON, "-m", "celery", "-A", "portal"]
+    schedule = str(devservers.STATE_DIR / "celerybeat-schedule")
+    commands = [
+        [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS],
+        [*celery, "worker", "-l", "info", "-c", "4", "-n", "platter@%h"],
+        [*celery, "beat", "-l", "info", "-s", schedule],
     ]
+    children = [subprocess.Popen(command, cwd=BASE_DIR) for command in commands]
     time.sleep(2)
     print(
         "\n"
