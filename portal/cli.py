@@ -150,8 +150,10 @@ def main(argv: list[str]) -> int:
         manage("migrate", "--no-input", "-v", "0")
         return manage("lab", *rest, check=False)
     stack = Stack()
-    # Stop on SIGTERM the same way as on Ctrl-C, so CI or a supervisor cleans up too.
+    # Stop on SIGTERM the same way as on Ctrl-C, so CI or a supervisor cleans up too; SIGINT is
+    # set explicitly because a shell starting us in the background would have it ignored.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         if command == "run":
             return run(stack)
