@@ -8,7 +8,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .checks import check_database, check_redis
+from apps.inventory.models import Node
+
+from .checks import check_database, check_node, check_redis
 
 
 @dataclass
@@ -96,9 +98,6 @@ def service_findings() -> list[Finding]:
 
 
 def node_findings() -> list[Finding]:
-    from apps.inventory.models import Node
-
-    from .checks import check_node
 
     findings = []
     for node in Node.objects.all():
