@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db.models import F
 
+from . import jobs
 from .models import Cluster
 from .reservation import Rejection, Reservation, reserve
 
@@ -33,6 +34,7 @@ def admit_queued() -> list[int]:
         outcome = reserve(cluster_id)
         if isinstance(outcome, Reservation):
             placed.append(cluster_id)
+            jobs.dispatch(jobs.LAUNCH, cluster_id)  # the worker creates its containers
         elif (
             isinstance(outcome, Rejection)
             and outcome.cause in ("capacity", "contention")

@@ -36,6 +36,9 @@ class Cluster(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Lease end")
+    # Nodes that failed while this cluster was being placed; re-placement avoids them.
+    avoid_nodes = models.JSONField(default=list, blank=True)
+    placement_attempts = models.PositiveSmallIntegerField(default=0)
     # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
     created = models.DateTimeField(auto_now_add=True)
     placing_at = models.DateTimeField(null=True, blank=True)

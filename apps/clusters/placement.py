@@ -96,8 +96,11 @@ def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
     return {f.node_id: f for f in _select("n.id = ANY(%s)", [list(node_ids)], kinds)}
 
 
-def candidates(wants: list, window: int | None = None) -> list[NodeFree]:
-    """Up to `window` active nodes that can take at least the smallest of `wants`."""
+def candidates(
+    wants: list, window: int | None = None, avoid: list[int] | None = None
+) -> list[NodeFree]:
+    """Up to `window` active nodes that can take at least the smallest of `wants`, leaving
+    out the `avoid` node ids (nodes that failed this cluster's earlier placement)."""
     window = max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants))
     min_cores = min(w.cores for w in wants)
     min_memory = min(w.memory_mb for w in wants)
@@ -109,6 +112,9 @@ def candidates(wants: list, window: int | None = None) -> list[NodeFree]:
         " AND n.memory_mb - COALESCE(u.memory, 0) >= %s"
     )
     params: list = [min_cores, min_memory]
+    if avoid:
+        fit += " AND NOT n.id = ANY(%s)"
+        params.append(list(avoid))
     if len(kinds) == 1:
         (kind,) = kinds
         fit += " AND " + KIND_SQL.format(kind=kind) + " >= %s"

@@ -120,7 +120,7 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
         node_of = {w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)}
         reused = {w.id: disk_ids for w, (_, disk_ids) in zip(wants, plan, strict=True)}
     else:
-        node_of = placement.assign(wants, placement.candidates(wants))
+        node_of = placement.assign(wants, placement.candidates(wants, avoid=cluster.avoid_nodes))
         if node_of is None:
             raise _Rejected("capacity", _shortage_message(wants))
         reused = {}

@@ -1,5 +1,9 @@
-"""Cluster life cycle: launch, destroy, leases. Reservation, quotas and the admission queue
-live in their own modules; this is the entry point views and workers call."""
+"""Cluster life cycle: launch, stop, start, destroy, leases. Reservation, quotas and the
+admission queue live in their own modules; this is the entry point views and workers call.
+
+Views and the API call the `request_*` functions: they check and move the state, then hand the
+node work to a worker (jobs.dispatch). The workers call `finish_destroy` once the containers
+are gone."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -8,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import jobs
 from .admission import admit_queued
 from .models import LIVE_STATES, Cluster, Instance
 from .quotas import Demand, QuotaExceeded, check_quota
@@ -16,8 +21,9 @@ from .transitions import TransitionError, record_event, transition
 
 __all__ = [
     "InstanceWant", "LeaseError", "QuotaExceeded", "Rejection", "Reservation", "ReuseError",
-    "TransitionError", "admit_queued", "create_cluster", "destroy", "expire_leases",
-    "extend_lease", "launch", "release", "reserve", "transition",
+    "StateConflict", "TransitionError", "admit_queued", "create_cluster", "expire_leases",
+    "extend_lease", "finish_destroy", "launch", "release", "request_destroy", "request_start",
+    "request_stop", "reserve", "transition",
 ]  # fmt: skip
 
 S = Cluster.State
@@ -42,6 +48,10 @@ class LeaseError(ValueError):
 
 class ReuseError(ValueError):
     """The cluster whose data should be reused cannot be."""
+
+
+class StateConflict(TransitionError):
+    """The cluster's current state does not allow the action asked for (HTTP 409)."""
 
 
 def _lease_end(hours: float | None, start: datetime) -> datetime | None:
@@ -82,11 +92,12 @@ def create_cluster(
         Instance(
             cluster=cluster, role=i.role, index=i.index, cores=i.cores, memory_mb=i.memory_mb,
             disks=i.disks, disk_kind=i.disk_kind, image=i.image,
-            hostname=f"{name}-{i.role}-{i.index}"[:63],
+            hostname=f"{i.role}-{i.index}"[:63],
         )
         for i in instances
     )  # fmt: skip
     record_event(cluster.id, "queued")
+    jobs.dispatch(jobs.LAUNCH, cluster.id)
     return cluster
 
 
@@ -101,17 +112,54 @@ def launch(
     return create_cluster(owner, version, name, spec.instances, options, lease_hours, reuse_data_of)
 
 
-def destroy(cluster_id: int, keep_data: bool = True) -> bool:
-    """Destroy a cluster, keeping its disks' data for a later reuse unless asked not to.
-    Containers are removed by the worker between `destroying` and `destroyed`; until the
-    worker issue lands there are none, so this does both steps. False if already gone."""
+def request_destroy(cluster_id: int, keep_data: bool = True) -> str:
+    """Destroy a cluster, keeping its disks' data for a later reuse unless asked not to. A
+    queued cluster is cancelled at once; otherwise a worker removes the containers (and wipes
+    the data if asked) and then calls finish_destroy. Asking again while it is being
+    destroyed is harmless. Returns the state the cluster is now in."""
     if transition(cluster_id, S.QUEUED, S.DESTROYED, "cancelled before placement"):
-        return True
+        return S.DESTROYED
     live = [s for s in LIVE_STATES if s not in (S.QUEUED, S.DESTROYING)] + [S.FAILED]
-    if not transition(cluster_id, live, S.DESTROYING, "data kept" if keep_data else "wipe"):
-        return False
+    how = "data kept" if keep_data else "data will be wiped"
+    if not transition(cluster_id, live, S.DESTROYING, how):
+        state = _state(cluster_id)
+        if state in (S.DESTROYING, S.DESTROYED):
+            return state
+        raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
+    jobs.dispatch(jobs.DESTROY, cluster_id, keep_data)
+    return S.DESTROYING
+
+
+def finish_destroy(cluster_id: int, keep_data: bool = True) -> bool:
+    """Release everything the cluster held and mark it destroyed (its containers are gone)."""
     release(cluster_id, keep_data=keep_data)
     return transition(cluster_id, S.DESTROYING, S.DESTROYED)
+
+
+def request_stop(cluster_id: int) -> str:
+    """Stop every container; the cluster keeps its nodes, disks and addresses."""
+    if not transition(cluster_id, [S.RUNNING, S.DEGRADED], S.STOPPING):
+        state = _state(cluster_id)
+        if state in (S.STOPPING, S.STOPPED):
+            return state
+        raise StateConflict(f"cluster {cluster_id} is {state}; only running clusters stop")
+    jobs.dispatch(jobs.STOP, cluster_id)
+    return S.STOPPING
+
+
+def request_start(cluster_id: int) -> str:
+    """Start a stopped cluster's containers again on the same nodes and disks."""
+    if not transition(cluster_id, S.STOPPED, S.CONFIGURING, "starting"):
+        state = _state(cluster_id)
+        if state in (S.CONFIGURING, S.RUNNING):
+            return state
+        raise StateConflict(f"cluster {cluster_id} is {state}; only stopped clusters start")
+    jobs.dispatch(jobs.START, cluster_id)
+    return S.CONFIGURING
+
+
+def _state(cluster_id: int) -> str:
+    return Cluster.objects.filter(id=cluster_id).values_list("state", flat=True).first() or "gone"
 
 
 def expire_leases(now: datetime | None = None) -> list[int]:
@@ -123,7 +171,7 @@ def expire_leases(now: datetime | None = None) -> list[int]:
     expired = []
     for cluster_id in due.values_list("id", flat=True):
         record_event(cluster_id, "lease expired")
-        if destroy(cluster_id, keep_data=True):
+        if request_destroy(cluster_id, keep_data=True) in (S.DESTROYING, S.DESTROYED):
             expired.append(cluster_id)
     return expired
 

@@ -24,6 +24,11 @@ class Node(models.Model):
     disk_root = models.CharField(max_length=255, blank=True)
     # Host interface the cluster network's macvlan hangs off.
     network_parent = models.CharField(max_length=15, blank=True)
+    # Health as the reconciler sees it: consecutive failed checks, last answer, and whether
+    # it (not an admin) marked the node down, so only then does an answer bring it back.
+    failed_checks = models.PositiveIntegerField(default=0)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    down_by_health_check = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -120,6 +120,11 @@ CELERY_BEAT_SCHEDULE = {
     "admit-queued": {"task": "platter.admit_queued", "schedule": 30.0},
 }
 
+CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30.0}
+# Cluster work (launch, stop, start, destroy) goes to the workers once the request commits.
+# Tests turn it off unless they run a worker, so no test leaves work in the queue.
+DISPATCH_CLUSTER_TASKS = envbool("PLATTER_DISPATCH_CLUSTER_TASKS", True)
+
 # Docker Engine API calls to nodes never wait longer than this (seconds).
 NODE_API_TIMEOUT = envint("PLATTER_NODE_API_TIMEOUT", 30)
 # Engine API version spoken to nodes: 1.41 is Docker 20.10 (Debian 12's docker.io); newer

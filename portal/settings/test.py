@@ -1,6 +1,6 @@
 """Tests: the same real services as development."""
 
-from portal.env import envstr
+from portal.env import envbool, envstr
 
 from .dev import *  # noqa: F403
 from .dev import DATABASES, REDIS_URL
@@ -19,3 +19,6 @@ CACHES = {
         "LOCATION": _TEST_REDIS_URL,
     }
 }
+
+# Only tests that run a real worker dispatch cluster tasks (see conftest's `dispatching`).
+DISPATCH_CLUSTER_TASKS = envbool("PLATTER_DISPATCH_CLUSTER_TASKS", False)

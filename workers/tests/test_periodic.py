@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from apps.catalog.models import ProductVersion
 from apps.clusters import reservation, services
-from apps.clusters.models import Cluster, DiskAllocation
+from apps.clusters.models import Cluster
 from apps.clusters.tests.factories import make_network, make_node
 from workers import tasks
 
@@ -35,11 +35,11 @@ def test_beat_destroys_a_cluster_whose_lease_ended_and_keeps_its_data(
 
     assert expired == [cluster.id]
     cluster.refresh_from_db()
-    assert cluster.state == Cluster.State.DESTROYED
-    allocations = DiskAllocation.objects.filter(instance__cluster=cluster)
-    assert allocations.exists()
-    assert not allocations.filter(active=True).exists()
-    assert all(a.data_kept for a in allocations), "an expired lease keeps the data"
+    # No destroy task goes out here (DISPATCH_CLUSTER_TASKS is off): the state and the event
+    # show beat asked for it; workers/tests/test_lifecycle.py destroys for real on the lab.
+    assert cluster.state == Cluster.State.DESTROYING
+    assert cluster.events.filter(message="lease expired").exists()
+    assert cluster.events.filter(message="destroying: data kept").exists()
 
 
 def test_beat_places_a_queued_cluster_once_capacity_exists(

@@ -55,3 +55,11 @@ def held_disks(cluster: Cluster) -> list[int]:
         a.disk_id for i in Instance.objects.filter(cluster=cluster) for a in
         i.allocations.filter(active=True)
     )  # fmt: skip
+
+
+def destroy_now(cluster_id: int, keep_data: bool = True) -> None:
+    """Destroy as a worker would when the cluster has no containers (fake nodes)."""
+    from apps.clusters.services import finish_destroy, request_destroy
+
+    if request_destroy(cluster_id, keep_data=keep_data) == Cluster.State.DESTROYING:
+        finish_destroy(cluster_id, keep_data=keep_data)

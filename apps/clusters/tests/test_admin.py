@@ -44,7 +44,7 @@ def test_the_disk_list_names_current_holders(client, admin_user, placed):
     _, cluster = placed
     client.force_login(admin_user)
     page = client.get("/admin/inventory/disk/").content.decode()
-    assert f"{cluster.name}/{cluster.name}-worker-0" in page
+    assert f"{cluster.name}/worker-0" in page
     free = Disk.objects.filter(state="available").first()
     client.post("/admin/inventory/disk/", {"action": "mark_failed", "_selected_action": [free.id]})
     assert Disk.objects.get(id=free.id).state == "failed"

@@ -33,9 +33,9 @@ def test_usage_is_derived_from_active_allocations(alice):
     used = user_usage(alice.id)
     assert (used["max_clusters"], used["max_instances"], used["max_cores"]) == (1, 2, 6)
     assert (used["max_disks"], used["max_disks_hdd"], used["max_disks_ssd"]) == (4, 4, 0)
-    from apps.clusters.services import destroy
+    from .factories import destroy_now
 
-    destroy(cluster.id)
+    destroy_now(cluster.id)
     assert user_usage(alice.id)["max_disks"] == 0
 
 

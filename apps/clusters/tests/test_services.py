@@ -8,11 +8,20 @@ from django.utils import timezone
 from apps.clusters.admission import admit_queued, queue_order
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.reservation import Reservation, release, reserve
-from apps.clusters.services import LeaseError, destroy, expire_leases, extend_lease
+from apps.clusters.services import (
+    LeaseError,
+    StateConflict,
+    expire_leases,
+    extend_lease,
+    finish_destroy,
+    request_destroy,
+    request_start,
+    request_stop,
+)
 from apps.clusters.transitions import TransitionError, transition
 from apps.inventory.models import Disk, Node
 
-from .factories import held_disks, make_cluster, make_network, make_node, wants
+from .factories import destroy_now, held_disks, make_cluster, make_network, make_node, wants
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +56,7 @@ def test_a_queued_cluster_is_placed_when_capacity_frees(
     waiting = make_cluster(bob, wants(1, disks=3))
     assert reserve(waiting.id).cause == "capacity"
     with django_capture_on_commit_callbacks(execute=True):
-        destroy(first.id)  # the release commits, then the queue is retried
+        destroy_now(first.id)  # the release commits, then the queue is retried
     waiting.refresh_from_db()
     assert waiting.state == "placing"
 
@@ -79,7 +88,7 @@ def test_a_new_cluster_reuses_a_destroyed_clusters_node_and_disks(alice):
     old = make_cluster(alice, wants(2, disks=3))
     reserve(old.id)
     before = {(i.role, i.index): (i.node_id, held_disks_of(i)) for i in old.instances.all()}
-    destroy(old.id, keep_data=True)
+    destroy_now(old.id, keep_data=True)
     make_cluster(alice, wants(3, disks=3))  # someone else's launch must not take that data
     reserve(Cluster.objects.filter(state="queued").get().id)
     new = make_cluster(alice, wants(2, disks=3), reuse_data_of=old)
@@ -97,7 +106,7 @@ def test_reuse_is_refused_when_a_disk_failed(alice):
     old = make_cluster(alice, wants(1, disks=2))
     reserve(old.id)
     disks = held_disks(old)
-    destroy(old.id)
+    destroy_now(old.id)
     Disk.objects.filter(id=disks[0]).update(state="failed")
     new = make_cluster(alice, wants(1, disks=2), reuse_data_of=old)
     outcome = reserve(new.id)
@@ -109,7 +118,7 @@ def test_reuse_is_refused_when_the_node_is_down(alice):
     node = make_node()
     old = make_cluster(alice, wants(1, disks=2))
     reserve(old.id)
-    destroy(old.id)
+    destroy_now(old.id)
     Node.objects.filter(id=node.id).update(state="down")
     outcome = reserve(make_cluster(alice, wants(1, disks=2), reuse_data_of=old).id)
     assert f"node {node.name}" in outcome.message
@@ -120,7 +129,7 @@ def test_reuse_is_refused_after_a_wipe(alice):
     make_node()
     old = make_cluster(alice, wants(1, disks=2))
     reserve(old.id)
-    destroy(old.id, keep_data=False)
+    destroy_now(old.id, keep_data=False)
     outcome = reserve(make_cluster(alice, wants(1, disks=2), reuse_data_of=old).id)
     assert "wiped" in outcome.message
     assert not DiskAllocation.objects.filter(data_kept=True).exists()
@@ -132,6 +141,9 @@ def test_an_expired_lease_destroys_the_cluster_keeping_data(alice):
     reserve(cluster.id)
     assert expire_leases(timezone.now()) == []
     assert expire_leases(timezone.now() + timedelta(hours=2)) == [cluster.id]
+    cluster.refresh_from_db()
+    assert cluster.state == "destroying"  # a worker removes the containers, then:
+    finish_destroy(cluster.id, keep_data=True)
     cluster.refresh_from_db()
     assert cluster.state == "destroyed"
     assert DiskAllocation.objects.filter(data_kept=True).count() == 2
@@ -155,3 +167,39 @@ def test_release_twice_frees_nothing_more(alice):
     reserve(cluster.id)
     assert release(cluster.id) == 2
     assert release(cluster.id) == 0
+
+
+def test_destroying_a_queued_cluster_cancels_it_at_once(alice):
+    cluster = make_cluster(alice, wants(1))
+    assert request_destroy(cluster.id) == "destroyed"
+    assert request_destroy(cluster.id) == "destroyed"  # asking again is harmless
+
+
+def test_stop_and_start_follow_the_state_machine(alice):
+    make_node()
+    cluster = make_cluster(alice, wants(1))
+    reserve(cluster.id)
+    with pytest.raises(StateConflict, match="is placing; only running clusters stop"):
+        request_stop(cluster.id)
+    Cluster.objects.filter(id=cluster.id).update(state="running")
+    assert request_stop(cluster.id) == "stopping"
+    assert request_stop(cluster.id) == "stopping"
+    with pytest.raises(StateConflict, match="only stopped clusters start"):
+        request_start(cluster.id)
+    Cluster.objects.filter(id=cluster.id).update(state="stopped")
+    assert request_start(cluster.id) == "configuring"
+    assert Instance.objects.filter(cluster=cluster, active=True).count() == 1  # still held
+
+
+def test_a_destroyed_cluster_cannot_be_stopped(alice):
+    cluster = make_cluster(alice, wants(1))
+    request_destroy(cluster.id)
+    with pytest.raises(StateConflict, match="is destroyed"):
+        request_stop(cluster.id)
+
+
+def test_tasks_go_out_only_after_commit(alice, settings, django_capture_on_commit_callbacks):
+    settings.DISPATCH_CLUSTER_TASKS = True
+    with django_capture_on_commit_callbacks() as callbacks:
+        make_cluster(alice, wants(1))
+    assert len(callbacks) == 1  # the launch, sent once the request's transaction commits
