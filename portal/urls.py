@@ -6,6 +6,9 @@ from portal import views
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("api/v1/", include("apps.api.urls")),
+    path("bigdata/api/v1/", include("apps.api.cesga.urls")),
+    path("tokens/", include("apps.tokens.urls")),
     path("", views.home, name="home"),
     path("", include("apps.health.urls")),
 ]

@@ -179,3 +179,60 @@ SCHEDULER_DEFAULT_QUOTA = {
 }
 # Longest lease a user may ask or extend to, in hours (0 = no cap).
 SCHEDULER_MAX_LEASE_HOURS = envint("PLATTER_SCHEDULER_MAX_LEASE_HOURS", 24 * 30)
+
+# REST API (apps.api) and personal tokens (apps.tokens)
+INSTALLED_APPS += [
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc files served from the package, no CDN
+    "apps.tokens",
+    "apps.api",
+]
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,
+    # Bearer first: its WWW-Authenticate header makes missing credentials a 401, not a 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.tokens.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "apps.tokens.permissions.TokenScope",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "apps.api.throttling.AnonymousThrottle",
+        "apps.api.throttling.UserThrottle",
+        "apps.api.throttling.TokenThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": envstr("PLATTER_API_RATE_ANON", "60/min"),
+        "user": envstr("PLATTER_API_RATE_USER", "600/min"),
+        "token": envstr("PLATTER_API_RATE_TOKEN", "300/min"),
+    },
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "apps.api.schema.PlatterAutoSchema",
+    "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Platter API",
+    "DESCRIPTION": "Big Data clusters as Docker containers with dedicated local disks.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ClusterStateEnum": "apps.clusters.models.Cluster.State",
+        "InstanceStateEnum": "apps.clusters.models.Instance.State",
+        "NodeStateEnum": "apps.inventory.models.Node.State",
+        "DiskStateEnum": "apps.inventory.models.Disk.State",
+    },
+}

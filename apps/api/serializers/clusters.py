@@ -1,0 +1,124 @@
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.clusters.models import Cluster, ClusterEvent, Instance
+
+STATE_STAMPS = ["placing", "configuring", "running", "degraded", "stopping", "stopped",
+                "destroying", "destroyed", "failed"]  # fmt: skip
+
+
+def cluster_url(request, cluster: Cluster) -> str:
+    return request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.id]))
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    owner = serializers.CharField(source="owner.username")
+    product = serializers.CharField(source="version.product.name")
+    version = serializers.CharField(source="version.version")
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "url", "name", "owner", "product", "version", "state", "reason",
+                  "created", "expires_at"]  # fmt: skip
+
+    def get_url(self, cluster: Cluster) -> str:
+        return cluster_url(self.context["request"], cluster)
+
+
+class DiskHeldSerializer(serializers.Serializer):
+    node = serializers.CharField(source="disk.node.name")
+    path = serializers.CharField(source="disk.mount_path")
+    device = serializers.CharField(source="disk.device")
+    kind = serializers.CharField(source="disk.kind")
+
+
+class InstanceSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name", allow_null=True, default=None)
+    address = serializers.CharField(source="address.ip", allow_null=True, default=None)
+    container_state = serializers.CharField(source="state")
+    disks = DiskHeldSerializer(source="active_allocations", many=True)
+
+    class Meta:
+        model = Instance
+        fields = ["hostname", "role", "index", "node", "address", "container_id",
+                  "container_state", "cores", "memory_mb", "disk_kind", "disks"]  # fmt: skip
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ClusterEvent
+        fields = ["at", "level", "message"]
+
+
+class EndpointSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    hostname = serializers.CharField()
+    name = serializers.CharField()
+    address = serializers.CharField(allow_null=True)
+    port = serializers.IntegerField()
+    protocol = serializers.CharField()
+    url = serializers.CharField(allow_null=True)
+
+
+class ClusterDetailSerializer(ClusterSerializer):
+    timestamps = serializers.SerializerMethodField()
+    instances = InstanceSerializer(many=True)
+    endpoints = serializers.SerializerMethodField()
+    events = EventSerializer(many=True)
+    reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta(ClusterSerializer.Meta):
+        fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
+                  "instances", "endpoints", "events"]  # fmt: skip
+
+    @extend_schema_field(serializers.DictField(child=serializers.DateTimeField(allow_null=True)))
+    def get_timestamps(self, cluster: Cluster) -> dict:
+        stamps = {"created": cluster.created}
+        stamps.update({state: getattr(cluster, f"{state}_at") for state in STATE_STAMPS})
+        return {k: serializers.DateTimeField().to_representation(v) if v else None
+                for k, v in stamps.items()}  # fmt: skip
+
+    @extend_schema_field(EndpointSerializer(many=True))
+    def get_endpoints(self, cluster: Cluster) -> list[dict]:
+        """Each published port of the version at the address of every instance of its role."""
+        found = []
+        for port in cluster.version.ports or []:
+            for instance in cluster.instances.all():
+                if instance.role != port.get("role"):
+                    continue
+                ip = instance.address.ip if instance.address else None
+                scheme = port.get("scheme")
+                found.append({
+                    "role": instance.role, "hostname": instance.hostname,
+                    "name": port.get("name", ""), "address": ip, "port": port["port"],
+                    "protocol": port.get("protocol", "tcp"),
+                    "url": f"{scheme}://{ip}:{port['port']}" if scheme and ip else None,
+                })  # fmt: skip
+        return found
+
+
+class LaunchSerializer(serializers.Serializer):
+    """Launch-level keys; every other key of the body is a product option (see the version's
+    ``options``), e.g. ``size``, ``disks``, ``cpu``, ``mem``."""
+
+    name = serializers.SlugField(max_length=63, required=False)
+    disk_kind = serializers.ChoiceField(choices=["hdd", "ssd", "nvme"], required=False)
+    lease = serializers.FloatField(required=False, help_text="hours", min_value=0.001)
+    reuse_data_from = serializers.IntegerField(
+        required=False, min_value=1, help_text="id of a destroyed cluster of yours"
+    )
+
+
+class ClusterCreateSerializer(LaunchSerializer):
+    product = serializers.CharField()
+    version = serializers.CharField()
+
+
+class ExtendSerializer(serializers.Serializer):
+    hours = serializers.FloatField(min_value=0.001, max_value=10**6)
+
+
+class ExtendedSerializer(serializers.Serializer):
+    expires_at = serializers.DateTimeField()

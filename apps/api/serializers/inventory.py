@@ -1,0 +1,109 @@
+"""Admin-only views of the physical pool and of users' quotas."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.accounts.models import LIMIT_FIELDS, Quota
+from apps.clusters.quotas import DISK_KINDS, group_usage, user_usage
+from apps.inventory.models import Disk, Node
+
+
+class DiskCountSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    free = serializers.IntegerField()
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    cores_free = serializers.SerializerMethodField()
+    memory_free_mb = serializers.SerializerMethodField()
+    disks = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Node
+        fields = ["id", "name", "state", "endpoint", "cores", "cores_free", "memory_mb",
+                  "memory_free_mb", "disks", "labels", "last_seen", "failed_checks"]  # fmt: skip
+
+    def get_cores_free(self, node: Node) -> int:
+        return node.cores - node.used_cores
+
+    def get_memory_free_mb(self, node: Node) -> int:
+        return node.memory_mb - node.used_memory
+
+    @extend_schema_field(serializers.DictField(child=DiskCountSerializer()))
+    def get_disks(self, node: Node) -> dict:
+        """Per kind: all disks and the available ones (not held, failed or retired)."""
+        return {
+            kind: {"total": getattr(node, f"{kind}_total"), "free": getattr(node, f"{kind}_free")}
+            for kind in DISK_KINDS
+            if getattr(node, f"{kind}_total")
+        }
+
+
+class HolderSerializer(serializers.Serializer):
+    cluster = serializers.IntegerField()
+    cluster_name = serializers.CharField()
+    owner = serializers.CharField()
+    instance = serializers.CharField()
+
+
+class DiskSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.name")
+    holder = serializers.SerializerMethodField()
+    keeps_data_of = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Disk
+        fields = ["id", "node", "mount_path", "device", "kind", "capacity_bytes", "state",
+                  "holder", "keeps_data_of"]  # fmt: skip
+
+    @staticmethod
+    def _describe(allocations: list) -> dict | None:
+        if not allocations:
+            return None
+        instance = allocations[0].instance
+        return {"cluster": instance.cluster_id, "cluster_name": instance.cluster.name,
+                "owner": instance.cluster.owner.username, "instance": str(instance)}  # fmt: skip
+
+    @extend_schema_field(HolderSerializer(allow_null=True))
+    def get_holder(self, disk: Disk) -> dict | None:
+        return self._describe(disk.active_allocations)
+
+    @extend_schema_field(HolderSerializer(allow_null=True))
+    def get_keeps_data_of(self, disk: Disk) -> dict | None:
+        return self._describe(disk.kept_allocations)
+
+
+# Limit name -> value (null: unlimited), one field per limit of apps.accounts.
+LimitsSerializer = type(
+    "LimitsSerializer",
+    (serializers.Serializer,),
+    {name: serializers.IntegerField(allow_null=True) for name in LIMIT_FIELDS},
+)
+
+
+class QuotaSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(
+        slug_field="username", queryset=get_user_model().objects.all(), allow_null=True,
+        required=False,
+    )  # fmt: skip
+    group = serializers.SlugRelatedField(
+        slug_field="name", queryset=Group.objects.all(), allow_null=True, required=False
+    )
+    used = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Quota
+        fields = ["id", "user", "group", *LIMIT_FIELDS, "used"]
+
+    @extend_schema_field(LimitsSerializer)
+    def get_used(self, quota: Quota) -> dict:
+        return user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
+
+    def validate(self, attrs: dict) -> dict:
+        user = attrs.get("user", getattr(self.instance, "user", None))
+        group = attrs.get("group", getattr(self.instance, "group", None))
+        if (user is None) == (group is None):
+            raise serializers.ValidationError({"user": "give exactly one of user or group"})
+        return attrs

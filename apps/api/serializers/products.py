@@ -1,0 +1,63 @@
+from django.templatetags.static import static
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.catalog.models import Product, ProductVersion
+from apps.catalog.options import describe
+
+
+class ProductSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:product-detail", lookup_field="name")
+    logo = serializers.SerializerMethodField()
+    versions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Product
+        fields = ["name", "url", "title", "description", "logo", "versions"]
+
+    def get_logo(self, product: Product) -> str | None:
+        if not product.logo:
+            return None
+        return self.context["request"].build_absolute_uri(static(product.logo))
+
+    def get_versions(self, product: Product) -> list[str]:
+        # The view prefetches only launchable versions into `launchable`.
+        return [v.version for v in product.launchable]
+
+
+class OptionsSchemaSerializer(serializers.Serializer):
+    """catalog.options.describe(): each section maps option -> default; ``fields`` holds the
+    full definitions (type, min, max, choices, description, section)."""
+
+    required = serializers.DictField()
+    optional = serializers.DictField()
+    advanced = serializers.DictField()
+    descriptions = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    fields = serializers.DictField(child=serializers.DictField())
+    launch_keys = serializers.ListField(child=serializers.CharField())
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    product = serializers.CharField(source="product.name")
+    title = serializers.CharField(source="product.title")
+    roles = serializers.SerializerMethodField()
+    options = serializers.SerializerMethodField()
+    launch_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ProductVersion
+        fields = ["product", "version", "title", "description", "image", "disk_kind", "roles",
+                  "ports", "options", "launch_url"]  # fmt: skip
+
+    def get_roles(self, version: ProductVersion) -> list[dict]:
+        keys = ("name", "min", "max", "default", "cores", "memory_mb", "disks", "description")
+        return [{k: role[k] for k in keys if k in role} for role in version.roles or []]
+
+    @extend_schema_field(OptionsSchemaSerializer)
+    def get_options(self, version: ProductVersion) -> dict:
+        return describe(version)
+
+    def get_launch_url(self, version: ProductVersion) -> str:
+        return self.context["request"].build_absolute_uri(
+            f"/api/v1/products/{version.product.name}/{version.version}"
+        )

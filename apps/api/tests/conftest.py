@@ -1,0 +1,98 @@
+"""API personas: each a way of calling the API, as the permission matrices name them."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.cache.backends.locmem import LocMemCache
+from django.utils import timezone
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
+
+from apps.catalog.services import load_catalog
+from apps.clusters.models import Cluster
+from apps.clusters.services import launch
+from apps.tokens.models import ApiToken
+from apps.tokens.services import issue_token
+
+PERSONAS = ["anonymous", "owner", "other", "read_only", "expired", "revoked", "admin"]
+
+
+@pytest.fixture(autouse=True)
+def throttle_cache(monkeypatch):
+    """A throttle cache of each test's own: user and token ids repeat across test runs that
+    share Redis, and one test's requests must not count against another's budget."""
+    cache = LocMemCache(f"throttle-{uuid.uuid4()}", {})
+    monkeypatch.setattr(SimpleRateThrottle, "cache", cache)
+    return cache
+
+
+@pytest.fixture
+def catalog(db):
+    load_catalog()
+
+
+@pytest.fixture
+def demo(catalog):
+    from apps.catalog.models import ProductVersion
+
+    return ProductVersion.objects.get(product__name="demo", version="1.0")
+
+
+def token_for(user, **kwargs) -> str:
+    return issue_token(user, kwargs.pop("name", "test"), **kwargs).secret
+
+
+@pytest.fixture
+def tokens(alice, bob, admin_user) -> dict[str, str | None]:
+    """The secret each persona sends; owner is alice, other is bob."""
+    expired = issue_token(alice, "old")
+    ApiToken.objects.filter(id=expired.token.id).update(
+        expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    revoked = issue_token(alice, "gone")
+    ApiToken.objects.filter(id=revoked.token.id).update(revoked_at=timezone.now())
+    return {
+        "anonymous": None,
+        "owner": token_for(alice),
+        "other": token_for(bob),
+        "read_only": token_for(alice, read_only=True),
+        "expired": expired.secret,
+        "revoked": revoked.secret,
+        "admin": token_for(admin_user),
+    }
+
+
+@pytest.fixture
+def api(tokens):
+    """api("owner") -> an APIClient sending that persona's Bearer token."""
+
+    def client(persona: str) -> APIClient:
+        c = APIClient()
+        if tokens[persona]:
+            c.credentials(HTTP_AUTHORIZATION=f"Bearer {tokens[persona]}")
+        return c
+
+    return client
+
+
+@pytest.fixture
+def cesga(tokens):
+    """cesga("owner") -> a client sending that persona's token as x-auth-token."""
+
+    def client(persona: str) -> APIClient:
+        c = APIClient()
+        if tokens[persona]:
+            c.credentials(HTTP_X_AUTH_TOKEN=tokens[persona])
+        return c
+
+    return client
+
+
+def make_cluster(owner, version, state: str = "queued", **options) -> Cluster:
+    """A cluster launched through the services, then put in `state` as a worker would."""
+    cluster = launch(owner, version, options.pop("name", "c"), options)
+    if state != "queued":
+        Cluster.objects.filter(id=cluster.id).update(state=state)
+        cluster.refresh_from_db()
+    return cluster

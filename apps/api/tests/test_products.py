@@ -1,0 +1,44 @@
+"""Products and versions: what may be launched, with each version's options schema."""
+
+import pytest
+
+from apps.catalog.models import ProductVersion
+
+from .conftest import PERSONAS
+
+READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
+        "revoked": 401, "admin": 200}  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("path", ["/api/v1/products", "/api/v1/products/demo",
+                                  "/api/v1/products/demo/1.0"])  # fmt: skip
+def test_it_lets_every_signed_in_caller_read_the_catalog(api, catalog, persona, path):
+    assert api(persona).get(path).status_code == READ[persona]
+
+
+def test_it_lists_products_with_their_launchable_versions(api, catalog):
+    body = api("owner").get("/api/v1/products").json()
+    names = [p["name"] for p in body["results"]]
+    assert names == sorted(names) and "demo" in names
+    demo = next(p for p in body["results"] if p["name"] == "demo")
+    assert demo["versions"] == ["1.0"]
+    assert demo["logo"].endswith("/static/catalog/logos/demo.svg")
+    assert demo["description"]
+
+
+def test_it_hides_versions_that_may_not_be_launched(api, catalog):
+    ProductVersion.objects.filter(product__name="demo").update(enabled=False)
+    assert api("owner").get("/api/v1/products/demo").status_code == 404
+    assert api("owner").get("/api/v1/products/demo/1.0").status_code == 404
+
+
+def test_it_shows_a_versions_options_schema(api, catalog):
+    body = api("owner").get("/api/v1/products/demo/1.0").json()
+    options = body["options"]
+    assert options["required"] == {"size": 2}
+    assert options["fields"]["size"]["min"] == 1 and options["fields"]["size"]["max"] == 8
+    assert options["descriptions"]["cpu"] == "Cores per instance"
+    assert "message" in options["advanced"]
+    assert [r["name"] for r in body["roles"]] == ["master", "worker"]
+    assert body["launch_url"].endswith("/api/v1/products/demo/1.0")

@@ -1,0 +1,39 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from .views.clusters import ClusterViewSet
+from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
+from .views.me import QuotaView, TokenViewSet
+from .views.products import ProductViewSet, VersionView
+
+app_name = "api"
+
+# Paths without a trailing slash, as the issue and the CESGA API spell them.
+router = SimpleRouter(trailing_slash=False)
+router.register("products", ProductViewSet, basename="product")
+router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("tokens", TokenViewSet, basename="token")
+router.register("nodes", NodeViewSet, basename="node")
+router.register("disks", DiskViewSet, basename="disk")
+router.register("quotas", QuotaViewSet, basename="quotas")
+
+LONG = "clusters/<str:username>/<str:product>/<str:version>/<int:pk>"
+
+urlpatterns = [
+    path("products/<str:product>/<str:version>", VersionView.as_view(), name="version"),
+    path("quota", QuotaView.as_view(), name="quota"),
+    path(
+        LONG,
+        ClusterViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        name="cluster-long",
+    ),
+    *(
+        path(f"{LONG}/{verb}", ClusterViewSet.as_view({"post": verb}), name=f"cluster-long-{verb}")
+        for verb in ("stop", "start", "extend")
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    *router.urls,
+]

@@ -1,0 +1,84 @@
+"""Admin only: nodes (capacity, free, drain), disks (state, holder) and quotas."""
+
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
+
+from apps.accounts.models import Quota
+from apps.clusters.models import DiskAllocation, Instance
+from apps.clusters.quotas import DISK_KINDS
+from apps.inventory.models import Disk, Node
+from apps.inventory.services import set_node_state
+
+from ..filters import DiskFilter, NodeFilter
+from ..permissions import IsAdmin
+from ..serializers.inventory import DiskSerializer, NodeSerializer, QuotaSerializer
+
+
+def _active_sum(field: str):
+    used = (
+        Instance.objects.filter(node=OuterRef("pk"), active=True)
+        .values("node")
+        .annotate(total=Sum(field))
+        .values("total")
+    )
+    return Coalesce(Subquery(used, output_field=IntegerField()), 0)
+
+
+class NodeViewSet(ReadOnlyModelViewSet):
+    serializer_class = NodeSerializer
+    permission_classes = [IsAdmin]
+    filterset_class = NodeFilter
+
+    def get_queryset(self) -> QuerySet[Node]:
+        per_kind = {}
+        for kind in DISK_KINDS:
+            per_kind[f"{kind}_total"] = Count("disks", filter=Q(disks__kind=kind))
+            per_kind[f"{kind}_free"] = Count(
+                "disks", filter=Q(disks__kind=kind, disks__state=Disk.State.AVAILABLE)
+            )
+        return Node.objects.annotate(
+            used_cores=_active_sum("cores"), used_memory=_active_sum("memory_mb"), **per_kind
+        ).order_by("name")
+
+    def _set_state(self, state: str) -> Response:
+        set_node_state(self.get_object().id, state)
+        return Response(self.get_serializer(self.get_queryset().get(id=self.kwargs["pk"])).data)
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def drain(self, request: Request, pk: str) -> Response:
+        """Keep running instances, place nothing new."""
+        return self._set_state(Node.State.DRAINING)
+
+    @extend_schema(request=None)
+    @action(detail=True, methods=["post"])
+    def undrain(self, request: Request, pk: str) -> Response:
+        """Accept new instances again."""
+        return self._set_state(Node.State.ACTIVE)
+
+
+class DiskViewSet(ReadOnlyModelViewSet):
+    serializer_class = DiskSerializer
+    permission_classes = [IsAdmin]
+    filterset_class = DiskFilter
+
+    def get_queryset(self) -> QuerySet[Disk]:
+        holders = DiskAllocation.objects.select_related("instance__cluster__owner")
+        return Disk.objects.select_related("node").prefetch_related(
+            Prefetch("allocations", holders.filter(active=True), to_attr="active_allocations"),
+            Prefetch("allocations", holders.filter(data_kept=True), to_attr="kept_allocations"),
+        )
+
+
+class QuotaViewSet(ModelViewSet):
+    """Users' and groups' quotas; usage is derived from live clusters, never stored."""
+
+    serializer_class = QuotaSerializer
+    permission_classes = [IsAdmin]
+    filter_backends = []
+    queryset = Quota.objects.select_related("user", "group").order_by("id")

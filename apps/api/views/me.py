@@ -1,0 +1,69 @@
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.viewsets import GenericViewSet
+
+from apps.accounts.models import Quota
+from apps.clusters.quotas import default_limits, group_usage, user_usage
+from apps.tokens.models import ApiToken
+from apps.tokens.services import issue_token, revoke
+
+from ..serializers.me import (
+    IssuedTokenSerializer,
+    MyQuotaSerializer,
+    TokenCreateSerializer,
+    TokenSerializer,
+)
+
+
+class QuotaView(APIView):
+    """Your limits (null: unlimited) and what your live clusters use, per limit; the same
+    for every group quota you share."""
+
+    @extend_schema(responses=MyQuotaSerializer)
+    def get(self, request: Request) -> Response:
+        user = request.user
+        own = Quota.objects.filter(user=user).first()
+        groups = Quota.objects.filter(group__user=user).select_related("group").order_by("id")
+        body = {
+            "user": {
+                "scope": f"user {user.username}",
+                "limits": own.limits() if own else default_limits(),
+                "used": user_usage(user.id),
+            },
+            "groups": [
+                {"scope": f"group {q.group.name}", "limits": q.limits(),
+                 "used": group_usage(q.group_id)}
+                for q in groups
+            ],
+        }  # fmt: skip
+        return Response(MyQuotaSerializer(body).data)
+
+
+class TokenViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, GenericViewSet
+):
+    """Your personal API tokens. Creating one answers its secret once; DELETE revokes."""
+
+    serializer_class = TokenSerializer
+    filter_backends = []
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation, no user
+            return ApiToken.objects.none()
+        return ApiToken.objects.filter(user=self.request.user)
+
+    @extend_schema(request=TokenCreateSerializer, responses={201: IssuedTokenSerializer})
+    def create(self, request: Request) -> Response:
+        asked = TokenCreateSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        issued = issue_token(request.user, **asked.validated_data)
+        data = IssuedTokenSerializer(issued.token).to_representation(issued.token)
+        data["token"] = issued.secret
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        revoke(instance.id)

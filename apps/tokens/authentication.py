@@ -1,0 +1,62 @@
+"""DRF authentication with personal tokens: ``Authorization: Bearer <token>`` for the
+Platter API, ``x-auth-token: <token>`` for the CESGA-compatible surface."""
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+
+from .models import ApiToken
+from .services import TokenExpired, TokenInvalid, check_token
+
+
+def _authenticate(raw: str) -> tuple:
+    try:
+        token = check_token(raw)
+    except TokenExpired as exc:
+        raise exceptions.AuthenticationFailed(str(exc), code="token_expired") from exc
+    except TokenInvalid as exc:
+        raise exceptions.AuthenticationFailed(
+            "please provide a valid authentication token", code="token_invalid"
+        ) from exc
+    return token.user, token
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword.lower().encode():
+            return None  # not ours: let session authentication try
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed(
+                "the Authorization header must be 'Bearer <token>'", code="token_invalid"
+            )
+        try:
+            raw = parts[1].decode()
+        except UnicodeDecodeError as exc:
+            raise exceptions.AuthenticationFailed("malformed token", code="token_invalid") from exc
+        return _authenticate(raw)
+
+    def authenticate_header(self, request: Request) -> str:
+        # Present, so DRF answers 401 (not 403) to requests without credentials.
+        return f'{self.keyword} realm="api"'
+
+
+class HeaderTokenAuthentication(BaseAuthentication):
+    """The CESGA PaaS header. Only these views use it, so a missing header is a failure."""
+
+    header = "HTTP_X_AUTH_TOKEN"
+
+    def authenticate(self, request: Request) -> tuple | None:
+        raw = request.META.get(self.header)
+        if not raw:
+            return None
+        return _authenticate(raw)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'x-auth-token realm="bigdata"'
+
+
+def token_of(request: Request) -> ApiToken | None:
+    return request.auth if isinstance(request.auth, ApiToken) else None

@@ -1,0 +1,97 @@
+"""Issuing, checking and revoking personal API tokens.
+
+A token reads ``plt_<prefix>_<secret>``: 8 hex characters of prefix (looked up, shown in
+lists) and 43 URL-safe characters (256 bits) of secret. With that much entropy a plain
+SHA-256 digest is as good as a slow password hash and keeps every request cheap."""
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .models import ApiToken
+
+TOKEN_MARK = "plt"  # noqa: S105 (the visible mark of every token, not a secret)
+# last_used is written at most this often per token, so busy scripts do not write per call.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+class TokenInvalid(Exception):
+    """The token is unknown, malformed or revoked."""
+
+
+class TokenExpired(TokenInvalid):
+    """The token was valid until its expiry date."""
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    secret: str  # the full token text; shown once, never stored
+
+
+def digest_of(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def issue_token(
+    user, name: str, expires_in_days: float | None = None, read_only: bool = False
+) -> IssuedToken:
+    """A new token for ``user``; the returned secret is the only copy there will ever be."""
+    expires_at = None
+    if expires_in_days is not None:
+        if expires_in_days <= 0:
+            raise ValueError(f"expiry must be in the future; got {expires_in_days} days")
+        expires_at = timezone.now() + timedelta(days=expires_in_days)
+    for _attempt in range(5):  # a prefix collision is astronomically rare; just draw again
+        prefix = secrets.token_hex(4)
+        raw = f"{TOKEN_MARK}_{prefix}_{secrets.token_urlsafe(32)}"
+        try:
+            with transaction.atomic():
+                token = ApiToken.objects.create(
+                    user=user, name=name, prefix=prefix, digest=digest_of(raw),
+                    read_only=read_only, expires_at=expires_at,
+                )  # fmt: skip
+        except IntegrityError:
+            continue
+        return IssuedToken(token=token, secret=raw)
+    raise RuntimeError("could not draw a free token prefix")
+
+
+def check_token(raw: str) -> ApiToken:
+    """The token ``raw`` stands for, or TokenInvalid / TokenExpired. Records its use."""
+    mark, _, rest = raw.strip().partition("_")
+    prefix, _, secret = rest.partition("_")
+    if mark != TOKEN_MARK or not prefix or not secret:
+        raise TokenInvalid("malformed token")
+    token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+    # Compare digests in constant time so response timing says nothing about the secret.
+    if token is None or not hmac.compare_digest(token.digest, digest_of(raw.strip())):
+        raise TokenInvalid("unknown token")
+    if token.is_revoked or not token.user.is_active:
+        raise TokenInvalid("token revoked")
+    if token.is_expired:
+        raise TokenExpired("token has expired")
+    _touch(token)
+    return token
+
+
+def _touch(token: ApiToken) -> None:
+    now = timezone.now()
+    if token.last_used and now - token.last_used < LAST_USED_RESOLUTION:
+        return
+    ApiToken.objects.filter(id=token.id).update(last_used=now)
+    token.last_used = now
+
+
+def revoke(token_id: int) -> bool:
+    """Revoke the token; False when it was already revoked. Revoked tokens stay listed."""
+    return bool(
+        ApiToken.objects.filter(id=token_id, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+    )
