@@ -61,8 +61,7 @@ class TokenViewSet(
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         issued = issue_token(request.user, **asked.validated_data)
-        data = IssuedTokenSerializer(issued.token).to_representation(issued.token)
-        data["token"] = issued.secret
+        data = {**TokenSerializer(issued.token).data, "token": issued.secret}
         return Response(data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance: ApiToken) -> None:
