@@ -1,6 +1,7 @@
 """Shared pytest fixtures: personas, the real lab's inventory and a real Celery worker."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -61,6 +62,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "portal.settings.test",
         "DATABASE_URL": _database_url(settings.DATABASES["default"]),
+        # The worker hands follow-up work (a launch after admission, ...) to itself.
+        "PLATTER_DISPATCH_CLUSTER_TASKS": "1",
     }
     settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
     log = open(settings.STATE_DIR / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
@@ -100,3 +103,30 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     except subprocess.TimeoutExpired:
         worker.kill()
     log.close()
+
+
+@pytest.fixture
+def dispatching(settings, celery_worker_process):
+    """Launch, stop, start and destroy requests go to the real worker (after commit)."""
+    settings.DISPATCH_CLUSTER_TASKS = True
+    return celery_worker_process
+
+
+@pytest.fixture
+def lab_cleanup(lab_inventory):
+    """Whatever a test leaves on the lab's nodes under this run's site label (containers,
+    data folders) is removed afterwards, even when the test failed half-way."""
+    yield lab_inventory
+    from django.conf import settings
+
+    from apps.inventory.models import Disk
+    from workers import drivers
+
+    for node in lab_inventory:
+        client = drivers.client_for(node)
+        for container in client.containers.list(
+            all=True, filters={"label": f"platter.site={settings.PLATTER_SITE}"}
+        ):
+            container.remove(force=True)
+    for disk in Disk.objects.filter(node__in=lab_inventory):
+        shutil.rmtree(Path(disk.mount_path) / settings.PLATTER_SITE, ignore_errors=True)

@@ -6,16 +6,75 @@ transport (the ssh client's config supplies key and known hosts). Clients are ca
 and per process because an SSH connection costs most of a second.
 """
 
+import io
+import logging
+import tarfile
 import threading
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import docker
+import requests
 from django.conf import settings
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.tls import TLSConfig
 
 from apps.inventory.models import Node
 
-_clients: dict[tuple[int, str], docker.DockerClient] = {}
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class NodeError(Exception):
+    """A node could not do what was asked. `transient` errors (the node did not answer, timed
+    out, or had a server error) may go away on a retry or on another node; permanent ones (a
+    missing image, a refused spec) will not, and their message says what to fix."""
+
+    def __init__(self, node: str, message: str, transient: bool) -> None:
+        super().__init__(f"node {node}: {message}")
+        self.node, self.message, self.transient = node, message, transient
+
+
+def classify(node: str, error: Exception) -> NodeError:
+    """Sort a docker SDK / transport error into transient or permanent."""
+    if isinstance(error, NodeError):
+        return error
+    if isinstance(error, (requests.ConnectionError, requests.Timeout, OSError)):
+        return NodeError(node, f"did not answer ({type(error).__name__}: {error})", True)
+    if isinstance(error, APIError):
+        detail = error.explanation or str(error)
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        return NodeError(node, detail, transient=error.is_server_error())
+    if isinstance(error, DockerException):
+        return NodeError(node, str(error), transient=True)
+    raise error  # a bug on our side, not a node problem
+
+
+def call(node: Node, action: Callable[[], T], what: str) -> T:
+    """Run one Engine API action against a node, retrying transient errors a few times with a
+    short back-off; raises NodeError naming the node and what was being done."""
+    tries = settings.NODE_API_RETRIES
+    for attempt in range(1, tries + 1):
+        try:
+            return action()
+        except (NotFound, ImageNotFound):
+            raise  # callers decide what a missing object means
+        except Exception as error:
+            failure = classify(node.name, error)
+            if not failure.transient or attempt == tries:
+                raise NodeError(
+                    node.name, f"{what}: {failure.message}", failure.transient
+                ) from error
+            log.warning("node %s: %s failed (%s); retrying", node.name, what, failure.message)
+            time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
+
+
+_clients: dict[tuple[int, str, int | None], docker.DockerClient] = {}
 _lock = threading.Lock()
 
 
@@ -52,13 +111,14 @@ def connect(endpoint: str, tls_dir: str = "", timeout: int | None = None) -> doc
     return client
 
 
-def client_for(node: Node) -> docker.DockerClient:
-    """The cached client of a node; a changed endpoint gets a fresh one."""
-    key = (node.pk, node.endpoint)
+def client_for(node: Node, timeout: int | None = None) -> docker.DockerClient:
+    """The cached client of a node (one per timeout: long configuration steps get their
+    own); a changed endpoint gets a fresh one."""
+    key = (node.pk, node.endpoint, timeout)
     with _lock:
         client = _clients.get(key)
     if client is None:
-        client = connect(node.endpoint, node.tls_dir)
+        client = connect(node.endpoint, node.tls_dir, timeout)
         with _lock:
             _clients[key] = client
     return client
@@ -69,6 +129,92 @@ def forget(node: Node) -> None:
     with _lock:
         for key in [k for k in _clients if k[0] == node.pk]:
             _clients.pop(key).close()
+
+
+def ensure_image(node: Node, image: str) -> None:
+    """Use the node's copy of the image, else pull it; a failed pull names image and node."""
+    client = client_for(node)
+    try:
+        call(node, lambda: client.api.inspect_image(image), f"inspect image {image}")
+        return
+    except (NotFound, ImageNotFound):
+        pass
+    repository, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+    try:
+        call(node, lambda: client.api.pull(repository, tag=tag or "latest"), f"pull {image}")
+    except (NotFound, ImageNotFound, NodeError) as error:
+        reason = getattr(error, "message", None) or str(error)
+        raise NodeError(
+            node.name, f"image {image} is not on the node and could not be pulled: {reason}",
+            transient=False,
+        ) from error  # fmt: skip
+
+
+# Output of a command run in a container goes to a file in the container's /tmp: reading it
+# back is a plain HTTP request, while attaching to an exec needs a hijacked connection that
+# docker's ssh:// transport breaks (BrokenPipeError).
+EXEC_OUTPUT = "/tmp/.platter-exec-{}"  # noqa: S108 (inside the container, one file per run)
+
+
+def run_in_container(
+    node: Node, container: str, argv: list[str], timeout: float
+) -> tuple[int, str]:
+    """Run argv in a running container (which needs a POSIX sh); returns the exit code and
+    the output, or raises TimeoutError when it runs longer than `timeout` seconds."""
+    api = client_for(node).api
+    output_file = EXEC_OUTPUT.format(uuid.uuid4().hex[:12])
+    wrapped = ["sh", "-c", f'"$@" >{output_file} 2>&1', "platter-exec", *argv]
+    created = call(node, lambda: api.exec_create(container, wrapped), f"exec in {container}")
+    call(node, lambda: api.exec_start(created["Id"], detach=True), f"exec in {container}")
+    deadline = time.monotonic() + timeout
+    pause = 0.02
+    while True:
+        state = call(node, lambda: api.exec_inspect(created["Id"]), f"exec in {container}")
+        if not state["Running"]:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{argv[0]} ran longer than {timeout:.0f} s in {container}")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+    stream, _ = call(node, lambda: api.get_archive(container, output_file), "read exec output")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.extractfile(archive.getmembers()[0])
+        output = member.read().decode(errors="replace") if member else ""
+    return state["ExitCode"], output
+
+
+def run_helper(
+    node: Node, command: list[str], binds: list[str], capabilities: tuple[str, ...] = ()
+) -> tuple[int, str]:
+    """Run a short-lived helper container (our own small image, no network, only the given
+    binds) to completion; returns its exit code and output. Used for disk discovery and wipes."""
+    client = client_for(node)
+    image = settings.NODE_HELPER_IMAGE
+    ensure_image(node, image)
+    api = client.api
+    host_config = api.create_host_config(
+        binds=binds, network_mode="none", cap_drop=["ALL"], cap_add=list(capabilities),
+        security_opt=["no-new-privileges"], pids_limit=64,
+    )  # fmt: skip
+    name = f"platter-helper-{uuid.uuid4().hex[:12]}"
+    labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1"}
+    container = call(
+        node,
+        lambda: api.create_container(
+            image, command, name=name, labels=labels, host_config=host_config, detach=True
+        ),
+        "create a helper container",
+    )
+    try:
+        call(node, lambda: api.start(container["Id"]), "start a helper container")
+        status = call(node, lambda: api.wait(container["Id"]), "wait for a helper container")
+        output = api.logs(container["Id"], stdout=True, stderr=True).decode(errors="replace")
+        return status.get("StatusCode", -1), output
+    finally:
+        try:
+            api.remove_container(container["Id"], force=True)
+        except Exception:  # noqa: BLE001 (the reconciler removes leftovers)
+            log.warning("node %s: could not remove helper %s", node.name, name)
 
 
 def ensure_macvlan_network(

@@ -1,8 +1,16 @@
-"""Celery tasks: thin wrappers that take ids (or nothing) and call services."""
+"""Celery tasks: thin wrappers that take ids (or nothing) and call services.
+
+Cluster tasks are safe to run twice (see workers/lifecycle.py): they are acknowledged after they
+ran, and a worker lost mid-task has its task delivered again (settings: acks_late,
+reject_on_worker_lost)."""
 
 from celery import shared_task
+from django.conf import settings
 
 from apps.clusters import admission, services
+
+from . import lifecycle, reconciler
+from .drivers import NodeError
 
 
 @shared_task(name="platter.ping")
@@ -22,3 +30,44 @@ def admit_queued() -> list[int]:
     """Place queued clusters that fit now; beat runs it as a safety net besides the retry that
     follows every release."""
     return admission.admit_queued()
+
+
+@shared_task(name="platter.launch_cluster")
+def launch_cluster(cluster_id: int) -> str:
+    return lifecycle.launch(cluster_id)
+
+
+@shared_task(name="platter.stop_cluster", bind=True, max_retries=3)
+def stop_cluster(self, cluster_id: int) -> str:
+    try:
+        return lifecycle.stop(cluster_id)
+    except NodeError as error:
+        raise self.retry(exc=error, countdown=5) from error
+
+
+@shared_task(name="platter.start_cluster", bind=True, max_retries=3)
+def start_cluster(self, cluster_id: int) -> str:
+    try:
+        return lifecycle.start(cluster_id)
+    except NodeError as error:
+        raise self.retry(exc=error, countdown=5) from error
+
+
+@shared_task(name="platter.destroy_cluster", bind=True)
+def destroy_cluster(self, cluster_id: int, keep_data: bool = True) -> str:
+    try:
+        return lifecycle.destroy(cluster_id, keep_data)
+    except NodeError as error:
+        if error.transient and self.request.retries < settings.DESTROY_RETRIES:
+            raise self.retry(
+                exc=error, countdown=settings.DESTROY_RETRY_SECONDS,
+                max_retries=settings.DESTROY_RETRIES,
+            ) from error  # fmt: skip
+        lifecycle.give_up_destroy(cluster_id, error)
+        return "failed"
+
+
+@shared_task(name="platter.reconcile")
+def reconcile() -> dict:
+    """Compare every node's containers with the database; run by beat."""
+    return reconciler.reconcile()

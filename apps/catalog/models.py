@@ -35,9 +35,10 @@ class ProductVersion(models.Model):
     environment = models.JSONField(default=dict, blank=True)
     # Post-start configuration: [{"role": "master", "command": ["sh", "-c", "..."]}]
     configure = models.JSONField(default=list, blank=True)
-    # Linux capabilities the product needs beyond Docker's reduced default set.
+    # Linux capabilities the containers get back (they start with none); see catalog.services.
     capabilities = models.JSONField(default=list, blank=True)
-    # Versions asking for more than the defaults (capabilities) run only when an admin trusts them.
+    # Versions asking for capabilities beyond Docker's default set run only once an admin
+    # trusts them.
     trusted = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     created = models.DateTimeField(auto_now_add=True)

@@ -31,17 +31,31 @@ VERSION_FIELDS = (
 )
 
 
+# Containers start with every capability dropped and get back only those their version
+# declares. Declaring some of Docker's own default set (what any `docker run` gets) needs no
+# review; anything beyond it (NET_ADMIN, SYS_ADMIN, ...) runs only once an admin trusts it.
+DOCKER_DEFAULT_CAPABILITIES = [
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+    "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+]  # fmt: skip
+
+
 def launchable_versions() -> QuerySet[ProductVersion]:
-    """Enabled versions that need no extra capabilities, or that an admin trusts."""
+    """Enabled versions that need nothing beyond Docker's defaults, or that an admin trusts."""
     return (
         ProductVersion.objects.filter(enabled=True)
-        .filter(Q(capabilities=[]) | Q(trusted=True))
+        .filter(Q(capabilities__contained_by=DOCKER_DEFAULT_CAPABILITIES) | Q(trusted=True))
         .select_related("product")
     )
 
 
+def needs_trust(version: ProductVersion) -> list[str]:
+    """The capabilities of a version beyond Docker's default set."""
+    return sorted(set(version.capabilities or []) - set(DOCKER_DEFAULT_CAPABILITIES))
+
+
 def is_launchable(version: ProductVersion) -> bool:
-    return version.enabled and (not version.capabilities or version.trusted)
+    return version.enabled and (not needs_trust(version) or version.trusted)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from ipaddress import IPv4Address
 
+from django.conf import settings
 from django.db import transaction
 
 from .models import Address, Network, Node
@@ -36,3 +37,11 @@ def set_node_state(node_id: int, state: str) -> None:
     node = Node.objects.select_for_update().get(id=node_id)
     node.state = state
     node.save(update_fields=["state"])
+
+
+def cluster_network() -> Network | None:
+    """The network cluster addresses come from: SCHEDULER_NETWORK by name, else the first."""
+    networks = Network.objects.order_by("id")
+    if settings.SCHEDULER_NETWORK:
+        networks = networks.filter(name=settings.SCHEDULER_NETWORK)
+    return networks.first()

@@ -13,7 +13,7 @@ from workers import drivers
 
 from . import host
 from .daemons import local_client
-from .nodes import NETWORK_NAME, LabNode, bridge_name, state_dir
+from .nodes import LabNode, bridge_name, state_dir
 
 
 def build_base_image_tar() -> Path:
@@ -94,5 +94,5 @@ def lab_network_spec() -> dict:
 def ensure_cluster_network(node: LabNode) -> None:
     spec = lab_network_spec()
     drivers.ensure_macvlan_network(
-        local_client(node), NETWORK_NAME, spec["subnet"], spec["gateway"], bridge_name()
+        local_client(node), spec["subnet"], spec["gateway"], bridge_name()
     )

@@ -10,7 +10,6 @@ from apps.inventory.models import Disk
 
 DOCKER_TLS_PORT = 2376
 SSH_PORT = 2222
-NETWORK_NAME = "platter"
 
 
 def checkout_id() -> str:

@@ -130,6 +130,30 @@ NODE_API_TIMEOUT = envint("PLATTER_NODE_API_TIMEOUT", 30)
 # Engine API version spoken to nodes: 1.41 is Docker 20.10 (Debian 12's docker.io); newer
 # engines still serve it, and pinning it saves a version round trip per new client.
 NODE_API_VERSION = envstr("PLATTER_NODE_API_VERSION", "1.41")
+# Tries per Engine API call when the node does not answer or has a server error.
+NODE_API_RETRIES = envint("PLATTER_NODE_API_RETRIES", 3)
+# This portal's name on the nodes: container names, labels and data folders carry it, so two
+# portals (or test runs) sharing a node never touch each other's containers or data.
+PLATTER_SITE = envstr("PLATTER_SITE", "platter")
+# The cluster network's name on every node (macvlan, created on first use).
+NODE_NETWORK_NAME = envstr("PLATTER_NODE_NETWORK_NAME", "platter")
+# A small image with a POSIX shell for helper containers (disk discovery, wipes).
+NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", "busybox:1.36")
+# Limits of every instance's container besides its cores and memory.
+CONTAINER_PIDS_LIMIT = envint("PLATTER_CONTAINER_PIDS_LIMIT", 4096)
+# Seconds a container gets to stop before it is killed.
+CONTAINER_STOP_TIMEOUT = envint("PLATTER_CONTAINER_STOP_TIMEOUT", 10)
+# How long stop/start/destroy wait for another worker to finish with a cluster.
+CLUSTER_LOCK_WAIT = envint("PLATTER_CLUSTER_LOCK_WAIT", 60)
+# Retries (and seconds between them) of a destroy whose nodes do not answer.
+DESTROY_RETRIES = envint("PLATTER_DESTROY_RETRIES", 10)
+DESTROY_RETRY_SECONDS = envint("PLATTER_DESTROY_RETRY_SECONDS", 30)
+# How many times a launch re-places a cluster after a node failed under it.
+SCHEDULER_PLACE_ATTEMPTS = envint("PLATTER_SCHEDULER_PLACE_ATTEMPTS", 3)
+# The reconciler: a node is marked down after this many failed checks in a row; containers
+# with our labels that no instance owns are removed once they are this many seconds old.
+NODE_DOWN_AFTER_FAILED_CHECKS = envint("PLATTER_NODE_DOWN_AFTER_FAILED_CHECKS", 3)
+ORPHAN_GRACE_SECONDS = envint("PLATTER_ORPHAN_GRACE_SECONDS", 300)
 
 # The lab: one machine standing in for several Platter nodes (see apps/lab).
 LAB_NODES = envint("PLATTER_LAB_NODES", 3)

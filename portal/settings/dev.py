@@ -3,7 +3,11 @@
 from portal.env import envbool, envlist, envstr
 
 from .base import *  # noqa: F403
+from .base import LAB_IMAGE
 
 SECRET_KEY = envstr("SECRET_KEY", "dev-only-insecure-key-do-not-use-in-production")
 DEBUG = envbool("DEBUG", True)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+
+# The lab has no registry: helper containers use the lab's own busybox image.
+NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", LAB_IMAGE)

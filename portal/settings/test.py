@@ -9,6 +9,9 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast persona set-up
 # Parallel test runs (several checkouts or helpers) each get a database of their own.
 DATABASES["default"]["TEST"] = {"NAME": envstr("PLATTER_TEST_DB", "test_platter")}
+# ...and a site name of their own on the lab's nodes: their containers and data folders never
+# meet, and one run's reconciler never removes another's containers.
+PLATTER_SITE = envstr("PLATTER_SITE", DATABASES["default"]["TEST"]["NAME"].replace("_", "-"))
 
 # A Redis database of its own, so a running `./platter run` worker never takes test tasks.
 _TEST_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/" + envstr("PLATTER_TEST_REDIS_DB", "1")

@@ -17,7 +17,7 @@ from django.conf import settings
 from apps.inventory.models import Disk, Network, Node
 from apps.lab import pki
 from apps.lab.host import mounted_device
-from apps.lab.nodes import NETWORK_NAME, state_dir
+from apps.lab.nodes import state_dir
 from workers import drivers
 
 pytestmark = pytest.mark.lab
@@ -158,8 +158,10 @@ def run_on(node: Node, name: str, ip: str, command: list[str], started: list, **
         command,
         name=unique,
         hostname=name,
-        network=NETWORK_NAME,
-        networking_config={NETWORK_NAME: client.api.create_endpoint_config(ipv4_address=ip)},
+        network=settings.NODE_NETWORK_NAME,
+        networking_config={
+            settings.NODE_NETWORK_NAME: client.api.create_endpoint_config(ipv4_address=ip)
+        },
         **options,
     )
     started.append(container)

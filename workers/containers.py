@@ -1,0 +1,212 @@
+"""What an instance's container looks like, derived from the database.
+
+Names and labels come from the portal's ids, so a retried task finds what an earlier try made
+and the reconciler can tell our containers (and whose) from anything else on a node. A
+container gets its reserved cores and memory, its own disks at /data/1..N (a per-cluster folder
+on each disk), its portal-assigned address on the cluster network, every member in /etc/hosts,
+and nothing more: no host paths besides its disks, no privileges, only the capabilities the
+product declares.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from apps.catalog import templating
+from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
+from apps.clusters.models import Cluster, DiskAllocation, Instance
+from apps.inventory.models import Disk, Node
+
+from . import drivers
+
+# Docker's log driver would otherwise let a chatty product fill the node's root disk.
+LOG_CONFIG = {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}}
+
+
+@dataclass
+class ContainerPlan:
+    instance_id: int
+    node: Node
+    name: str
+    image: str
+    hostname: str
+    address: str
+    command: list[str] | None
+    environment: dict[str, str]
+    labels: dict[str, str]
+    cores: int
+    memory_mb: int
+    binds: list[str]
+    disks: list[Disk]
+    capabilities: list[str]
+    extra_hosts: dict[str, str]
+    user: str = ""
+    throttles: dict = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """Changes whenever the container would be created differently (e.g. re-placed with
+        another address or disks), so an old container is replaced rather than reused."""
+        parts = [
+            self.image, self.command, self.environment, self.address, self.binds,
+            self.cores, self.memory_mb, self.capabilities, self.extra_hosts, self.user,
+        ]  # fmt: skip
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def container_name(cluster_id: int, role: str, index: int) -> str:
+    return f"{settings.PLATTER_SITE}-c{cluster_id}-{role}-{index}"
+
+
+def site_labels() -> dict[str, str]:
+    return {"platter.site": settings.PLATTER_SITE}
+
+
+def data_folder(cluster: Cluster) -> str:
+    """The folder name on each disk: that of the cluster whose data this is, so a cluster that
+    reuses another's data mounts the very same folders."""
+    origin = cluster
+    seen = {origin.id}
+    while origin.reuse_data_of_id and origin.reuse_data_of_id not in seen:
+        origin = Cluster.objects.get(id=origin.reuse_data_of_id)
+        seen.add(origin.id)
+    return f"{settings.PLATTER_SITE}/cluster-{origin.id}"
+
+
+def disks_of(instances: list[Instance]) -> dict[int, list[Disk]]:
+    """Each instance's active disks in /data/N order."""
+    held: dict[int, list[Disk]] = {i.id: [] for i in instances}
+    allocations = (
+        DiskAllocation.objects.filter(instance__in=instances, active=True)
+        .select_related("disk")
+        .order_by("disk__mount_path", "disk_id")
+    )
+    for allocation in allocations:
+        held[allocation.instance_id].append(allocation.disk)
+    return held
+
+
+def _active_instances(cluster: Cluster) -> list[Instance]:
+    return list(
+        cluster.instances.filter(active=True).select_related("node", "address").order_by("id")
+    )
+
+
+def _spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSpec, dict]:
+    """The catalog's view of the cluster (for templates) and its hostnames."""
+    spec = ClusterSpec(
+        instances=[
+            InstanceSpec(i.role, i.index, i.cores, i.memory_mb, i.disks, i.disk_kind, i.image)
+            for i in instances
+        ],
+        options=resolve(cluster.version, cluster.options).options,
+    )
+    return spec, {(i.role, i.index): i.hostname for i in instances}
+
+
+@dataclass
+class ConfigureStep:
+    description: str
+    timeout: int
+    runs: list[tuple[Instance, str, list[str]]]  # (instance, container name, argv)
+
+
+def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
+    """The product's post-start steps, rendered for this cluster's instances."""
+    instances = _active_instances(cluster)
+    spec, hostnames = _spec(cluster, instances)
+    by_key = {(i.role, i.index): i for i in instances}
+    steps = []
+    for step in templating.configure_plan(cluster.version, spec, cluster.name, hostnames):
+        runs = []
+        for instance_spec, argv in step["runs"]:
+            instance = by_key[(instance_spec.role, instance_spec.index)]
+            name = container_name(cluster.id, instance.role, instance.index)
+            runs.append((instance, name, argv))
+        steps.append(ConfigureStep(step["description"], int(step["timeout"]), runs))
+    return steps
+
+
+def plans_for(cluster: Cluster) -> list[ContainerPlan]:
+    """The container of every active instance of the cluster."""
+    version = cluster.version
+    instances = _active_instances(cluster)
+    spec, hostnames = _spec(cluster, instances)
+    members = {i.hostname: i.address.ip for i in instances}
+    held = disks_of(instances)
+    folder = data_folder(cluster)
+    roles = {r["name"]: r for r in version.roles}
+    plans = []
+    for instance, instance_spec in zip(instances, spec.instances, strict=True):
+        disks = held[instance.id]
+        plans.append(
+            ContainerPlan(
+                instance_id=instance.id,
+                node=instance.node,
+                name=container_name(cluster.id, instance.role, instance.index),
+                image=instance.image or version.image,
+                hostname=instance.hostname,
+                address=instance.address.ip,
+                command=templating.instance_command(
+                    version, spec, instance_spec, cluster.name, hostnames
+                ),
+                environment=templating.instance_environment(
+                    version, spec, instance_spec, cluster.name, hostnames
+                ),
+                labels={
+                    **site_labels(),
+                    "platter.cluster": str(cluster.id),
+                    "platter.instance": str(instance.id),
+                    "platter.role": instance.role,
+                    "platter.index": str(instance.index),
+                },
+                cores=instance.cores,
+                memory_mb=instance.memory_mb,
+                binds=[
+                    f"{disk.mount_path}/{folder}:/data/{n}:rw"
+                    for n, disk in enumerate(disks, start=1)
+                ],
+                disks=disks,
+                capabilities=list(version.capabilities or []),
+                extra_hosts=members,
+                user=roles.get(instance.role, {}).get("user", ""),
+                throttles=drivers.throttle_options(disks),
+            )
+        )
+    return plans
+
+
+def create_arguments(api, plan: ContainerPlan) -> dict:
+    """Keyword arguments of the Engine API's container create for a plan."""
+    network = settings.NODE_NETWORK_NAME
+    host_config = api.create_host_config(
+        binds=plan.binds,
+        nano_cpus=plan.cores * 1_000_000_000,
+        mem_limit=f"{plan.memory_mb}m",
+        memswap_limit=f"{plan.memory_mb}m",  # no swap beyond the reserved memory
+        pids_limit=settings.CONTAINER_PIDS_LIMIT,
+        cap_drop=["ALL"],
+        cap_add=plan.capabilities,
+        security_opt=["no-new-privileges"],
+        privileged=False,
+        network_mode=network,
+        extra_hosts=plan.extra_hosts,
+        log_config=LOG_CONFIG,
+        **plan.throttles,
+    )
+    networking = api.create_networking_config(
+        {network: api.create_endpoint_config(ipv4_address=plan.address)}
+    )
+    return {
+        "image": plan.image,
+        "command": plan.command,
+        "name": plan.name,
+        "hostname": plan.hostname,
+        "labels": {**plan.labels, "platter.fingerprint": plan.fingerprint()},
+        "environment": plan.environment,
+        "user": plan.user or None,
+        "host_config": host_config,
+        "networking_config": networking,
+        "detach": True,
+    }
