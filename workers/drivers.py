@@ -42,13 +42,13 @@ def classify(node: str, error: Exception) -> NodeError:
     """Sort a docker SDK / transport error into transient or permanent."""
     if isinstance(error, NodeError):
         return error
-    if isinstance(error, (requests.ConnectionError, requests.Timeout, OSError)):
-        return NodeError(node, f"did not answer ({type(error).__name__}: {error})", True)
-    if isinstance(error, APIError):
+    if isinstance(error, APIError):  # before OSError: requests' errors are OSErrors too
         detail = error.explanation or str(error)
         if isinstance(detail, bytes):
             detail = detail.decode(errors="replace")
         return NodeError(node, detail, transient=error.is_server_error())
+    if isinstance(error, (requests.ConnectionError, requests.Timeout, OSError)):
+        return NodeError(node, f"did not answer ({type(error).__name__}: {error})", True)
     if isinstance(error, DockerException):
         return NodeError(node, str(error), transient=True)
     raise error  # a bug on our side, not a node problem

@@ -23,7 +23,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "state", "endpoint", "cores_used", "memory_used", "disks_free"]
     list_filter = ["state"]
     search_fields = ["name", "endpoint"]
-    actions = ["drain", "activate"]
+    actions = ["drain", "activate", "discover_disks"]
 
     def get_queryset(self, request):
         return (
@@ -60,6 +60,23 @@ class NodeAdmin(admin.ModelAdmin):
         for node in queryset:
             set_node_state(node.id, Node.State.ACTIVE)
         messages.success(request, f"{queryset.count()} node(s) active")
+
+    @admin.action(description="Discover disks mounted under the disk root")
+    def discover_disks(self, request, queryset):
+        from workers.discovery import discover  # the node drivers live with the workers
+        from workers.drivers import NodeError
+
+        for node in queryset:
+            try:
+                report = discover(node)
+            except NodeError as error:
+                messages.error(request, str(error))
+                continue
+            text = f"{node.name}: {len(report.created)} new, {len(report.updated)} updated disks"
+            if report.missing:
+                messages.warning(request, f"{text}; no longer mounted: {', '.join(report.missing)}")
+            else:
+                messages.success(request, text)
 
 
 @admin.register(Disk)

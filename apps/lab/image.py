@@ -94,5 +94,9 @@ def lab_network_spec() -> dict:
 def ensure_cluster_network(node: LabNode) -> None:
     spec = lab_network_spec()
     drivers.ensure_macvlan_network(
-        local_client(node), spec["subnet"], spec["gateway"], bridge_name()
+        local_client(node),
+        settings.NODE_NETWORK_NAME,
+        spec["subnet"],
+        spec["gateway"],
+        bridge_name(),
     )

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from apps.inventory.models import Disk, Network, Node
+from workers.discovery import KIND_FILE
 
 from . import host, pki, ssh
 from .daemons import local_client, start_dockerd, stop_dockerd, wait_for_dockerd
@@ -47,6 +48,8 @@ def ensure_disks(node: LabNode) -> list[tuple[int, str, Path]]:
         device = host.ensure_loop_device(image, settings.LAB_DISK_SIZE_MB)
         host.ensure_filesystem(device, settings.LAB_DISK_FS, f"{node.name}-d{index}")
         host.ensure_mounted(device, mount_point)
+        # Loop devices all look rotational: tell disk discovery what this one stands for.
+        (mount_point / KIND_FILE).write_text(disk_kind(index) + "\n")
         disks.append((index, device, mount_point))
     return disks
 
