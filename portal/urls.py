@@ -12,3 +12,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("", include("apps.health.urls")),
 ]
+
+# JSON 404s under /api/ and /bigdata/api/, Django's page elsewhere.
+handler404 = "apps.api.views.fallback.not_found"

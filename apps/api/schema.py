@@ -7,7 +7,7 @@ from rest_framework import serializers
 from apps.accounts.models import LIMIT_FIELDS
 
 SAFE_ERRORS = ("400", "401", "403", "404", "429")
-UNSAFE_ERRORS = (*SAFE_ERRORS, "409")
+UNSAFE_ERRORS = (*SAFE_ERRORS, "409", "415")
 
 
 class QuotaRejectionSerializer(serializers.Serializer):
