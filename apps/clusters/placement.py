@@ -48,76 +48,93 @@ class NodeFree:
         return (stranded, round(left + disks / max(self.total_disks, 1), 6))
 
 
+# Free cores, memory and disks (of the asked kinds) of the nodes matching {where}, which may
+# use n (the node), u (what active instances use) and k (free disks per kind). The disks of a
+# node are counted once, from the partial index of available disks.
 FREE_SQL = """
-SELECT n.id, n.cores - COALESCE(u.cores, 0), n.memory_mb - COALESCE(u.memory, 0), {kinds},
-       n.cores, n.memory_mb
+SELECT n.id, n.cores - COALESCE(u.cores, 0) AS cores,
+       n.memory_mb - COALESCE(u.memory, 0) AS memory_mb, {kinds},
+       n.cores AS total_cores, n.memory_mb AS total_memory_mb
 FROM inventory_node n
 LEFT JOIN LATERAL (
     SELECT SUM(i.cores) AS cores, SUM(i.memory_mb) AS memory
     FROM clusters_instance i WHERE i.node_id = n.id AND i.active
 ) u ON TRUE
+CROSS JOIN LATERAL (
+    SELECT {counts} FROM inventory_disk d
+    WHERE d.node_id = n.id AND d.state = 'available' AND d.kind IN ({names})
+) k
 WHERE {where}
 """
-KIND_SQL = (
-    "(SELECT COUNT(*) FROM inventory_disk d WHERE d.node_id = n.id"
-    " AND d.state = 'available' AND d.kind = '{kind}')"
-)
 
 
-def _sql(where: str, kinds, suffix: str = "") -> str:
-    counts = ", ".join(KIND_SQL.format(kind=k) for k in kinds)
-    return FREE_SQL.format(kinds=counts, where=where) + suffix
+def _sql(where: str, kinds: tuple[str, ...], suffix: str = "") -> str:
+    """FREE_SQL counting `kinds`, which must come from DISK_KINDS (they become SQL text)."""
+    return (
+        FREE_SQL.format(
+            kinds=", ".join(f"k.{kind}" for kind in kinds),
+            counts=", ".join(f"COUNT(*) FILTER (WHERE d.kind = '{k}') AS {k}" for k in kinds),
+            names=", ".join(f"'{kind}'" for kind in kinds),
+            where=where,
+        )
+        + suffix
+    )
 
 
-def _fetch(sql: str, params: list, kinds) -> list[NodeFree]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+def parse(rows: list[tuple], kinds) -> list[NodeFree]:
+    """Rows of FREE_SQL (as built by the statements below) as NodeFree."""
     result = []
     for row in rows:
         disks = dict(zip(kinds, row[3 : 3 + len(kinds)], strict=True))
-        node_id, cores, memory = row[0], row[1], row[2]
-        total_cores, total_memory = row[-2], row[-1]
-        free = NodeFree(node_id, cores, memory, disks, total_cores, total_memory)
+        free = NodeFree(row[0], row[1], row[2], disks, row[-2], row[-1])
         free.total_disks = sum(disks.values())
         result.append(free)
     return result
 
 
-def _select(where: str, params: list, kinds=DISK_KINDS, suffix: str = "") -> list[NodeFree]:
-    """Free counts; only the disk kinds asked for are counted (fewer subqueries per node)."""
-    return _fetch(_sql(where, kinds, suffix), params, kinds)
+def _fetch(statement: tuple[str, list], kinds) -> list[NodeFree]:
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        return parse(cursor.fetchall(), kinds)
+
+
+def free_statement(node_ids: list[int], kinds=DISK_KINDS) -> tuple[str, list, tuple[str, ...]]:
+    """SQL, parameters and counted kinds of free_on(): only the asked kinds that exist are
+    counted. Run it after locking the nodes for numbers that stay true."""
+    known = tuple(k for k in DISK_KINDS if k in kinds) or DISK_KINDS
+    return _sql("n.id = ANY(%s::bigint[])", known), [list(node_ids)], known
 
 
 def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
     """Free counts of given nodes (call after locking them for numbers that stay true)."""
     if not node_ids:
         return {}
-    return {f.node_id: f for f in _select("n.id = ANY(%s)", [list(node_ids)], kinds)}
+    sql, params, known = free_statement(node_ids, kinds)
+    return {f.node_id: f for f in _fetch((sql, params), known)}
 
 
-def candidates(
+def candidates_statement(
     wants: list, window: int | None = None, avoid: list[int] | None = None
-) -> list[NodeFree]:
-    """Up to `window` active nodes that can take at least the smallest of `wants`, leaving
-    out the `avoid` node ids (nodes that failed this cluster's earlier placement)."""
+) -> tuple[str, list, tuple[str, ...]] | None:
+    """SQL, parameters and counted disk kinds of candidates(), or None when no node can have
+    what is asked (a disk kind no node has)."""
     window = max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants))
     min_cores = min(w.cores for w in wants)
     min_memory = min(w.memory_mb for w in wants)
     kinds = {w.disk_kind for w in wants}
     if not kinds <= set(DISK_KINDS):
-        return []  # no node has disks of an unknown kind
+        return None  # no node has disks of an unknown kind
     fit = (
         "n.state = 'active' AND n.cores - COALESCE(u.cores, 0) >= %s"
         " AND n.memory_mb - COALESCE(u.memory, 0) >= %s"
     )
     params: list = [min_cores, min_memory]
     if avoid:
-        fit += " AND NOT n.id = ANY(%s)"
+        fit += " AND NOT n.id = ANY(%s::bigint[])"
         params.append(list(avoid))
     if len(kinds) == 1:
         (kind,) = kinds
-        fit += " AND " + KIND_SQL.format(kind=kind) + " >= %s"
+        fit += f" AND k.{kind} >= %s"
         params.append(min(w.disks for w in wants))
     # One statement: the pivot is drawn once (a CTE used twice is materialised), and the
     # LIMIT over UNION ALL stops before the wrap-around part when the first part fills it.
@@ -130,7 +147,19 @@ def candidates(
     after = _sql(f"{fit} AND n.id >= (SELECT id FROM pivot)", asked, order)  # noqa: S608  (our constants)
     before = _sql(f"{fit} AND n.id < (SELECT id FROM pivot)", asked, order)  # noqa: S608
     sql = f"{pivot}({after}) UNION ALL ({before})) found LIMIT %s"
-    return _fetch(sql, [*params, window, *params, window, window], asked)
+    return sql, [*params, window, *params, window, window], asked
+
+
+def candidates(
+    wants: list, window: int | None = None, avoid: list[int] | None = None
+) -> list[NodeFree]:
+    """Up to `window` active nodes that can take at least the smallest of `wants`, leaving
+    out the `avoid` node ids (nodes that failed this cluster's earlier placement)."""
+    statement = candidates_statement(wants, window, avoid)
+    if statement is None:
+        return []
+    sql, params, kinds = statement
+    return _fetch((sql, params), kinds)
 
 
 def assign(wants: list, nodes: list[NodeFree], spread: bool | None = None) -> dict | None:
@@ -166,16 +195,10 @@ class Shortage:
 
 
 def best_offer() -> Shortage:
-    kinds = ", ".join(f"MAX({KIND_SQL.format(kind=k)})" for k in DISK_KINDS)
-    sql = (
-        f"SELECT {kinds}, MAX(n.cores - COALESCE(u.cores, 0)),"  # noqa: S608  (our constants)
-        " MAX(n.memory_mb - COALESCE(u.memory, 0)) FROM inventory_node n"
-        " LEFT JOIN LATERAL (SELECT SUM(i.cores) AS cores, SUM(i.memory_mb) AS memory"
-        " FROM clusters_instance i WHERE i.node_id = n.id AND i.active) u ON TRUE"
-        " WHERE n.state = 'active'"
-    )
+    maxima = ", ".join(f"MAX({kind})" for kind in DISK_KINDS)
+    free = _sql("n.state = 'active'", DISK_KINDS)
     with connection.cursor() as cursor:
-        cursor.execute(sql)
+        cursor.execute(f"SELECT {maxima}, MAX(cores), MAX(memory_mb) FROM ({free}) free")  # noqa: S608  (our constants)
         row = cursor.fetchone()
     disks = {k: row[i] or 0 for i, k in enumerate(DISK_KINDS)}
     return Shortage(disks=disks, cores=row[-2] or 0, memory_mb=row[-1] or 0)

@@ -1,4 +1,12 @@
-"""Quota checks. Usage is derived from active allocations (and live clusters) every time."""
+"""Quota checks. Usage is derived from active allocations (and live clusters) every time.
+
+A check is two statements, run in this order inside the transaction that takes the resources:
+LOCK_SQL (the owner's user row, then the quotas that apply, in id order) and USAGE_SQL (usage
+of every scope with a limit). They must stay two statements: under READ COMMITTED a statement
+reads from a snapshot taken when it starts, so usage read in the locking statement could miss
+what the previous lock holder committed while we waited. The reservation sends both in one
+round trip (see reservation.py); the limits themselves are compared here, in Python.
+"""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -6,7 +14,6 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Q
 
 from apps.accounts.models import LIMIT_FIELDS, Quota
 
@@ -62,65 +69,155 @@ class Demand:
         return asked
 
 
-# Usage of one owner scope in one statement: live clusters, then what their active instances
-# and disk allocations hold. {owners} is one of OWNER_SQL; no counter that could drift.
-USAGE_SQL = """
-WITH live AS (
-    SELECT c.id FROM clusters_cluster c
-    WHERE {owners} AND c.state = ANY(%(live)s)
-      AND (%(exclude)s::bigint IS NULL OR c.id <> %(exclude)s::bigint)
-)
-SELECT (SELECT COUNT(*) FROM live), i.n, i.cores, i.memory, d.total, {kinds}
-FROM (
-    SELECT COUNT(*) AS n, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory_mb), 0) AS memory
-    FROM clusters_instance WHERE active AND cluster_id IN (SELECT id FROM live)
-) i, (
-    SELECT COUNT(*) AS total, {kind_counts}
-    FROM clusters_diskallocation a
-    JOIN clusters_instance h ON h.id = a.instance_id
-    JOIN inventory_disk k ON k.id = a.disk_id
-    WHERE a.active AND h.cluster_id IN (SELECT id FROM live)
-) d
+def _tables() -> dict[str, str]:
+    user_model = get_user_model()
+    return {
+        "users": user_model._meta.db_table,
+        "username": user_model._meta.get_field(user_model.USERNAME_FIELD).column,
+        "members": user_model.groups.through._meta.db_table,
+        "quotas": Quota._meta.db_table,
+        "groups": Quota._meta.get_field("group").related_model._meta.db_table,
+        "limits": ", ".join(f"q.{name}" for name in LIMIT_FIELDS),
+    }
+
+
+# Locks the user row, then the user's own quota and their groups' quotas in id order (the
+# lateral runs after the user row is locked; LockRows sits above the sort). One row per quota,
+# or one row of NULLs after the user name when there is none.
+LOCK_SQL = """
+WITH owner AS (SELECT id, {username} AS name FROM {users} WHERE id = %(owner)s FOR UPDATE)
+SELECT owner.name, q.user_id, q.group_id, g.name, {limits}
+FROM owner
+LEFT JOIN LATERAL (
+    SELECT q.id, q.user_id, q.group_id, {limits} FROM {quotas} q
+    WHERE q.user_id = owner.id
+       OR q.group_id IN (SELECT group_id FROM {members} WHERE user_id = owner.id)
+    ORDER BY q.id
+    FOR UPDATE
+) q ON TRUE
+LEFT JOIN {groups} g ON g.id = q.group_id
+ORDER BY q.id
 """
-OWNER_SQL = {
-    "user": "c.owner_id = %(owner)s",
-    "group": "c.owner_id IN (SELECT user_id FROM {groups} WHERE group_id = %(owner)s)",
+
+# Usage per scope, one row each: (group id or NULL for the user, clusters, instances, cores,
+# memory, disks, disks per kind), in one pass over the scope's live clusters. Instances count
+# while active; disks are the active allocations. {scopes} yields (group_id, owners[]) rows.
+USAGE_SQL = """
+WITH scope AS ({scopes})
+SELECT s.group_id, u.*
+FROM scope s
+CROSS JOIN LATERAL (
+    SELECT COUNT(DISTINCT c.id), COUNT(*) FILTER (WHERE i.active),
+           COALESCE(SUM(i.cores) FILTER (WHERE i.active), 0),
+           COALESCE(SUM(i.memory_mb) FILTER (WHERE i.active), 0),
+           COALESCE(SUM(a.total), 0), {kinds}
+    FROM clusters_cluster c
+    LEFT JOIN clusters_instance i ON i.cluster_id = c.id
+    LEFT JOIN LATERAL (
+        SELECT COUNT(*) AS total, {kind_counts}
+        FROM clusters_diskallocation a JOIN inventory_disk k ON k.id = a.disk_id
+        WHERE a.instance_id = i.id AND a.active
+    ) a ON TRUE
+    WHERE c.owner_id = ANY(s.owners) AND c.state = ANY(%(live)s::text[])
+      AND c.id IS DISTINCT FROM %(exclude)s::bigint
+) u
+"""
+SCOPES = {
+    # The user, and every group of theirs that has a quota.
+    "owner": (
+        "SELECT NULL::bigint AS group_id, ARRAY[%(owner)s::bigint] AS owners"
+        " UNION ALL SELECT q.group_id, ARRAY(SELECT m.user_id FROM {members} m"
+        " WHERE m.group_id = q.group_id) FROM {quotas} q"
+        " JOIN {members} mine ON mine.group_id = q.group_id AND mine.user_id = %(owner)s"
+    ),
+    "user": "SELECT NULL::bigint AS group_id, ARRAY[%(owner)s::bigint] AS owners",
+    "group": (
+        "SELECT %(owner)s::bigint AS group_id,"
+        " ARRAY(SELECT user_id FROM {members} WHERE group_id = %(owner)s) AS owners"
+    ),
 }
 
 
-def _usage(scope: str, owner_id: int, exclude_cluster: int | None) -> dict[str, int]:
-    groups = get_user_model().groups.through._meta.db_table
+@dataclass(frozen=True)
+class Scope:
+    """Limits that apply to one user (their own, or the defaults) or one group of theirs."""
+
+    name: str
+    group_id: int | None
+    limits: dict[str, int | None]
+
+
+def lock_statement(user_id: int) -> tuple[str, dict]:
+    return LOCK_SQL.format(**_tables()), {"owner": user_id}
+
+
+def scopes_of(rows: list[tuple]) -> list[Scope]:
+    """LOCK_SQL rows as scopes: the user first, then their groups' quotas in id order."""
+    username = rows[0][0]
+    own = next((row for row in rows if row[1] is not None), None)
+    limits = _limits(own) if own else default_limits()
+    scopes = [Scope(f"user {username}", None, limits)]
+    for row in rows:
+        if row[2] is not None:
+            scopes.append(Scope(f"group {row[3]}", row[2], _limits(row)))
+    return scopes
+
+
+def _limits(row: tuple) -> dict[str, int | None]:
+    return dict(zip(LIMIT_FIELDS, row[4:], strict=True))
+
+
+def usage_statement(
+    owner_id: int, exclude_cluster: int | None = None, scopes: str = "owner"
+) -> tuple[str, dict]:
+    """USAGE_SQL for the user and their groups with a quota (or only the user, or a group)."""
+    tables = _tables()
     sql = USAGE_SQL.format(
-        owners=OWNER_SQL[scope].format(groups=groups),
-        kinds=", ".join(f"d.{kind}" for kind in DISK_KINDS),
+        scopes=SCOPES[scopes].format(**tables),
+        kinds=", ".join(f"COALESCE(SUM(a.{kind}), 0)" for kind in DISK_KINDS),
         kind_counts=", ".join(
             f"COUNT(*) FILTER (WHERE k.kind = '{kind}') AS {kind}" for kind in DISK_KINDS
         ),
     )
-    params = {"owner": owner_id, "live": LIVE_STATES, "exclude": exclude_cluster}
+    return sql, {"owner": owner_id, "live": LIVE_STATES, "exclude": exclude_cluster}
+
+
+def usage_by_scope(rows: list[tuple]) -> dict[int | None, dict[str, int]]:
+    """USAGE_SQL rows as {group id or None for the user: {limit name: used}}."""
+    return {row[0]: dict(zip(LIMIT_FIELDS, row[1:], strict=True)) for row in rows}
+
+
+def exceeded(
+    demand: Demand, scopes: list[Scope], usage: dict[int | None, dict[str, int]]
+) -> QuotaExceeded | None:
+    """The first limit the demand would break, scope by scope, or None."""
+    asked = demand.as_limits()
+    for scope in scopes:
+        used = usage[scope.group_id]
+        for name in LIMIT_FIELDS:
+            maximum = scope.limits.get(name)
+            if maximum is None or asked[name] == 0:
+                continue
+            if used[name] + asked[name] > maximum:
+                return QuotaExceeded(name, asked[name], used[name], maximum, scope.name)
+    return None
+
+
+def _fetch(statement: tuple[str, dict]) -> list[tuple]:
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        clusters, instances, cores, memory, disks, *by_kind = cursor.fetchone()
-    used = {
-        "max_clusters": clusters,
-        "max_instances": instances,
-        "max_cores": cores,
-        "max_memory_mb": memory,
-        "max_disks": disks,
-    }
-    for kind, count in zip(DISK_KINDS, by_kind, strict=True):
-        used[f"max_disks_{kind}"] = count
-    return used
+        cursor.execute(*statement)
+        return cursor.fetchall()
 
 
 def user_usage(user_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
     """Current usage of the user's live clusters, per limit."""
-    return _usage("user", user_id, exclude_cluster)
+    return usage_by_scope(_fetch(usage_statement(user_id, exclude_cluster, "user")))[None]
 
 
 def group_usage(group_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
     """Current usage of the live clusters of every member of the group, per limit."""
-    return _usage("group", group_id, exclude_cluster)
+    rows = _fetch(usage_statement(group_id, exclude_cluster, "group"))
+    return usage_by_scope(rows)[group_id]
 
 
 def default_limits() -> dict[str, int | None]:
@@ -128,54 +225,13 @@ def default_limits() -> dict[str, int | None]:
     return {name: configured.get(name) for name in LIMIT_FIELDS}
 
 
-def lock_quotas(user_id: int) -> list[tuple[str, dict, object]]:
-    """Lock what serialises quota checks (the user row, then the user's group quotas, in id
-    order so concurrent reservations never deadlock) and return the applicable limits as
-    (scope, limits, usage function) triples."""
-    user_model = get_user_model()
-    username = (
-        user_model.objects.select_for_update()
-        .values_list(user_model.USERNAME_FIELD, flat=True)
-        .get(id=user_id)
-    )
-    # The user's own quota and their groups' quotas in one statement, locked in id order.
-    quotas = list(
-        Quota.objects.select_for_update(of=("self",))
-        .filter(Q(user_id=user_id) | Q(group__user=user_id))
-        .select_related("group")
-        .order_by("id")
-    )
-    own = next((q for q in quotas if q.user_id == user_id), None)
-    applicable: list[tuple[str, dict, object]] = [
-        (
-            f"user {username}",
-            own.limits() if own else default_limits(),
-            lambda exclude: user_usage(user_id, exclude),
-        )
-    ]
-    for quota in quotas:
-        if quota.group_id is None:
-            continue
-        applicable.append(
-            (
-                f"group {quota.group.name}",
-                quota.limits(),
-                lambda exclude, gid=quota.group_id: group_usage(gid, exclude),
-            )
-        )
-    return applicable
-
-
 def check_quota(user_id: int, demand: Demand, exclude_cluster: int | None = None) -> None:
     """Raise QuotaExceeded naming the first limit the demand would break. Call inside the
     transaction that takes the resources so the locks keep the check true until commit."""
-    asked = demand.as_limits()
-    for scope, limits, used_by in lock_quotas(user_id):
-        used = None
-        for name in LIMIT_FIELDS:
-            maximum = limits.get(name)
-            if maximum is None or asked[name] == 0:
-                continue
-            used = used if used is not None else used_by(exclude_cluster)
-            if used[name] + asked[name] > maximum:
-                raise QuotaExceeded(name, asked[name], used[name], maximum, scope)
+    rows = _fetch(lock_statement(user_id))
+    if not rows:
+        raise get_user_model().DoesNotExist(f"no user {user_id}")
+    usage = usage_by_scope(_fetch(usage_statement(user_id, exclude_cluster)))
+    problem = exceeded(demand, scopes_of(rows), usage)
+    if problem is not None:
+        raise problem

@@ -4,24 +4,39 @@ Lock order, the same everywhere so concurrent reservations never deadlock: the c
 the owner's user row and quotas (by id), then the chosen nodes (by id). Addresses and disks
 are taken with SKIP LOCKED, which never waits. The node locks make "free cores/memory/disks on
 this node" true until commit; the partial unique constraints on allocations and addresses are
-the backstop. The hot path is a handful of statements (see bench/reservation): writes go out
-as set-based SQL rather than one ORM call per row.
+the backstop.
+
+A reservation is three round trips and the commit (bench/reservation measures it):
+
+1. lock the cluster row and read its instances;
+2. lock the owner and their quotas, read their usage, take addresses, read candidate nodes;
+3. lock the chosen nodes, read what they have free, pick the disks and write everything.
+
+The rules run in Python between round trips: quota limits (quotas.exceeded), which node each
+instance goes on (placement.assign), and whether the locked nodes still have room (else the
+transaction rolls back and plans again). The statements of one round trip go out together in
+psycopg's pipeline mode, yet each still starts after the one before it finished, with a
+snapshot of its own (READ COMMITTED): whatever is read after a lock sees what the previous
+holder committed. That is why a lock and the reads it protects stay separate statements.
+Statements use server-side binding, so Postgres keeps their plans once psycopg prepares them.
 """
 
 import logging
-from collections import defaultdict
+import sys
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.inventory.models import Address, Disk, Network, Node
 
-from . import placement
+from . import placement, quotas
 from .models import Cluster, DiskAllocation, Instance
-from .quotas import Demand, QuotaExceeded, check_quota
-from .transitions import record_event, transition
+from .quotas import Demand, QuotaExceeded
+from .transitions import record_event, transition, transition_ctes
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +66,19 @@ class Rejection:
 
     def __str__(self) -> str:
         return f"{self.cause}: {self.message}"
+
+
+class Want(NamedTuple):
+    """An instance to place, as placement and quotas read it (no model instance needed)."""
+
+    id: int
+    role: str
+    index: int
+    hostname: str
+    cores: int
+    memory_mb: int
+    disks: int
+    disk_kind: str
 
 
 class _Raced(Exception):
@@ -100,38 +128,75 @@ def _reject(cluster_id: int, rejected: _Rejected) -> Rejection:
     return Rejection(cluster_id, cause, message, quota=rejected.quota)
 
 
+def _pipelined(*statements: tuple[str, object]) -> list[list[tuple]]:
+    """Rows of each (sql, params) statement, all sent in one round trip and run in order."""
+    conn = connection.connection  # the open connection of the current transaction
+    # Prepared (planned once per connection) unless a transaction-mode pooler is configured,
+    # which Django's DISABLE_SERVER_SIDE_CURSORS announces. Django switches psycopg's automatic
+    # preparing off; an unreachable threshold keeps it off for every other query (Django's
+    # client-side cursors never prepare anyway) while prepare=True still works for these.
+    prepare = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    if prepare and conn.prepare_threshold is None:
+        conn.prepare_threshold = sys.maxsize
+    cursors = [psycopg.Cursor(conn) for _ in statements]  # server-side binding
+    with connection.wrap_database_errors:
+        with conn.pipeline():
+            for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                cursor.execute(sql, params, prepare=prepare)
+        return [cursor.fetchall() for cursor in cursors]
+
+
+# The cluster row, locked, with its instances (a LEFT JOIN: a cluster without any still
+# comes back). avoid_nodes is a JSON list of node ids.
+CLUSTER_SQL = """
+SELECT c.owner_id, c.state, c.name, c.reuse_data_of_id,
+       ARRAY(SELECT jsonb_array_elements_text(c.avoid_nodes)::bigint),
+       i.id, i.role, i.index, i.hostname, i.cores, i.memory_mb, i.disks, i.disk_kind
+FROM clusters_cluster c LEFT JOIN clusters_instance i ON i.cluster_id = c.id
+WHERE c.id = %s
+ORDER BY i.id
+FOR UPDATE OF c
+"""
+
+
 def _reserve_once(cluster_id: int) -> Reservation | Rejection:
-    cluster = Cluster.objects.select_for_update().get(id=cluster_id)
-    if cluster.state != Cluster.State.QUEUED:
-        return Rejection(cluster_id, "state", f"cluster is {cluster.state}, not queued")
-    wants = list(cluster.instances.order_by("id"))
+    (rows,) = _pipelined((CLUSTER_SQL, [cluster_id]))
+    if not rows:
+        raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
+    owner_id, state, name, reuse_of, avoid = rows[0][:5]
+    if state != Cluster.State.QUEUED:
+        return Rejection(cluster_id, "state", f"cluster is {state}, not queued")
+    wants = [Want(*row[5:]) for row in rows if row[5] is not None]
     if not wants:
         raise _Rejected("capacity", "the cluster has no instances")
-    try:
-        check_quota(cluster.owner_id, Demand.of(wants), exclude_cluster=cluster.id)
-    except QuotaExceeded as exceeded:
-        raise _Rejected("quota", str(exceeded), exceeded) from None
-    addresses = _take_addresses(len(wants))
 
-    if cluster.reuse_data_of_id:
-        plan = _reuse_plan(cluster, wants)
+    found = None if reuse_of else placement.candidates_statement(wants, avoid=avoid)
+    locked, usage, addresses, *nodes = _pipelined(
+        quotas.lock_statement(owner_id),
+        quotas.usage_statement(owner_id, exclude_cluster=cluster_id),
+        (TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "count": len(wants)}),
+        *([found[:2]] if found else []),
+    )
+    problem = quotas.exceeded(
+        Demand.of(wants), quotas.scopes_of(locked), quotas.usage_by_scope(usage)
+    )
+    if problem is not None:
+        raise _Rejected("quota", str(problem), problem)
+    addresses = _enough_addresses(addresses, len(wants))
+
+    if reuse_of:
+        plan = _reuse_plan(reuse_of, owner_id, wants)
         if isinstance(plan, str):
             raise _Rejected("reuse", plan)
         node_of = {w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)}
         reused = {w.id: disk_ids for w, (_, disk_ids) in zip(wants, plan, strict=True)}
     else:
-        node_of = placement.assign(wants, placement.candidates(wants, avoid=cluster.avoid_nodes))
+        free = placement.parse(nodes[0], found[2]) if found else []
+        node_of = placement.assign(wants, free)
         if node_of is None:
             raise _Rejected("capacity", _shortage_message(wants))
         reused = {}
-
-    _lock_and_recheck(wants, node_of, reuse=bool(reused))
-    if reused:
-        _lock_reused(reused)
-        disks_of = _allocate_reused(reused)
-    else:
-        disks_of = _pick_disks(wants, node_of)
-    return _take(cluster, wants, node_of, disks_of, addresses)
+    return _take(cluster_id, name, wants, node_of, addresses, reused)
 
 
 # Free addresses of the scheduler's network (SCHEDULER_NETWORK by name, else the first one),
@@ -142,19 +207,17 @@ UPDATE inventory_address SET held = true
 WHERE id IN (
     SELECT a.id FROM inventory_address a
     WHERE NOT a.held AND a.network_id = (
-        SELECT id FROM inventory_network WHERE %(name)s = '' OR name = %(name)s
+        SELECT id FROM inventory_network WHERE %(name)s::text = '' OR name = %(name)s::text
         ORDER BY id LIMIT 1
     )
-    ORDER BY a.id LIMIT %(count)s FOR UPDATE SKIP LOCKED
+    ORDER BY a.id LIMIT %(count)s::int FOR UPDATE SKIP LOCKED
 )
 RETURNING id
 """
 
 
-def _take_addresses(count: int) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "count": count})
-        addresses = sorted(row[0] for row in cursor.fetchall())
+def _enough_addresses(rows: list[tuple], count: int) -> list[int]:
+    addresses = sorted(row[0] for row in rows)
     if len(addresses) < count:
         network = _network()
         if network is None:
@@ -171,17 +234,125 @@ def _network() -> Network | None:
     return networks.first()
 
 
-def _lock_and_recheck(wants: list[Instance], node_of: dict, reuse: bool) -> None:
+LOCK_NODES_SQL = (
+    "SELECT id, state FROM inventory_node WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE"
+)
+
+# Writes a whole reservation: `held` pairs each instance with its disks (locked there), the
+# disks become allocated (handing over any data they kept), instances take node, address and
+# hostname, allocations are recorded, and the cluster moves to placing with its event. The
+# partial unique constraints make it fail loudly if anything is already held. Returns the disk
+# ids of each instance; fewer than asked means someone else took or failed one meanwhile.
+WRITE_SQL = """
+WITH want AS (
+    SELECT * FROM unnest(
+        %(instances)s::bigint[], %(nodes)s::bigint[], %(addresses)s::bigint[],
+        %(hostnames)s::text[], %(kinds)s::text[], %(counts)s::int[]
+    ) WITH ORDINALITY AS w(instance_id, node_id, address_id, hostname, kind, count, n)
+),
+{held},
+taken AS (
+    UPDATE inventory_disk d SET state = 'allocated' FROM held WHERE d.id = held.disk_id
+    RETURNING d.id
+),
+handed_over AS (
+    UPDATE clusters_diskallocation a SET data_kept = false
+    FROM taken WHERE a.data_kept AND a.disk_id = taken.id
+),
+placed AS (
+    UPDATE clusters_instance i
+    SET node_id = w.node_id, address_id = w.address_id, hostname = w.hostname,
+        active = true, state = %(reserved)s
+    FROM want w WHERE i.id = w.instance_id
+),
+allocated AS (
+    INSERT INTO clusters_diskallocation (disk_id, instance_id, active, data_kept, created)
+    SELECT disk_id, instance_id, true, false, %(now)s FROM held
+),
+{transition}
+SELECT instance_id, array_agg(disk_id ORDER BY disk_id) FROM held GROUP BY instance_id
+"""
+# Per node and kind, the first available disks, those keeping someone's data last; rows
+# another transaction has locked are skipped (it is taking or failing them). Each instance
+# gets the ranks [first, first + count) of its node and kind.
+PICK_HELD = """slot AS (
+    SELECT instance_id, node_id, kind, count,
+           SUM(count) OVER (PARTITION BY node_id, kind ORDER BY n) - count AS first
+    FROM want
+),
+picked AS (
+    SELECT d.id, need.node_id, need.kind,
+           row_number() OVER (PARTITION BY need.node_id, need.kind ORDER BY d.kept, d.id) - 1
+               AS rank
+    FROM (SELECT node_id, kind, SUM(count) AS count FROM want GROUP BY node_id, kind) need
+    CROSS JOIN LATERAL (
+        SELECT d.id, EXISTS (
+            SELECT 1 FROM clusters_diskallocation a WHERE a.disk_id = d.id AND a.data_kept
+        ) AS kept
+        FROM inventory_disk d
+        WHERE d.node_id = need.node_id AND d.kind = need.kind AND d.state = 'available'
+        ORDER BY kept, d.id LIMIT need.count
+        FOR UPDATE OF d SKIP LOCKED
+    ) d
+),
+held AS (
+    SELECT s.instance_id, p.id AS disk_id FROM slot s JOIN picked p
+    ON p.node_id = s.node_id AND p.kind = s.kind
+       AND p.rank >= s.first AND p.rank < s.first + s.count
+)"""
+# The disks the reused cluster's instances kept, if they still are available and keep it.
+REUSE_HELD = """held AS (
+    SELECT r.instance_id, d.id AS disk_id
+    FROM unnest(%(reuse_instances)s::bigint[], %(reuse_disks)s::bigint[]) AS r(instance_id, id)
+    JOIN inventory_disk d ON d.id = r.id
+    WHERE d.state = 'available'
+      AND EXISTS (SELECT 1 FROM clusters_diskallocation a WHERE a.disk_id = d.id AND a.data_kept)
+    FOR UPDATE OF d
+)"""
+
+
+def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
+    """Lock the chosen nodes, check they still have room, and write it all (one round trip;
+    the writes roll back with the transaction when the check fails)."""
     node_ids = sorted(set(node_of.values()))
-    states = dict(
-        Node.objects.select_for_update().filter(id__in=node_ids).order_by("id")
-        .values_list("id", "state")
-    )  # fmt: skip
-    if any(states.get(n) != Node.State.ACTIVE for n in node_ids):
+    free_sql, free_params, kinds = placement.free_statement(node_ids, {w.disk_kind for w in wants})
+    now = timezone.now()
+    ctes, params = transition_ctes(cluster_id, Cluster.State.QUEUED, Cluster.State.PLACING, now=now)
+    params |= {
+        "instances": [w.id for w in wants],
+        "nodes": [node_of[w.id] for w in wants],
+        "addresses": addresses,
+        "hostnames": [w.hostname or f"{name}-{w.role}-{w.index}"[:63] for w in wants],
+        "kinds": [w.disk_kind for w in wants],
+        "counts": [w.disks for w in wants],
+        "reserved": Instance.State.RESERVED.value,
+        "reuse_instances": [i for i, disk_ids in reused.items() for _ in disk_ids],
+        "reuse_disks": [d for disk_ids in reused.values() for d in disk_ids],
+    }
+    write = WRITE_SQL.format(held=REUSE_HELD if reused else PICK_HELD, transition=ctes)
+    states, free, held = _pipelined(
+        (LOCK_NODES_SQL, [node_ids]),
+        (free_sql, free_params),
+        (write, params),
+    )
+    if [s for _, s in states] != [Node.State.ACTIVE] * len(node_ids):
         raise _Raced  # drained meanwhile: plan again (a reuse plan then names the node)
-    free = placement.free_on(node_ids, tuple(sorted({w.disk_kind for w in wants})))
+    _recheck(wants, node_of, placement.parse(free, kinds), reuse=bool(reused))
+    disks_of = dict(held)
+    if any(len(disks_of.get(w.id, ())) != w.disks for w in wants):
+        raise _Raced  # e.g. an admin is marking one of them failed right now
+    placements = [
+        Placement(w.id, node_of[w.id], tuple(disks_of[w.id]), address_id)
+        for w, address_id in zip(wants, addresses, strict=True)
+    ]
+    return Reservation(cluster_id, placements)
+
+
+def _recheck(wants: list[Want], node_of: dict, free: list, reuse: bool) -> None:
+    """What the locked nodes had free before this reservation still fits all of it."""
+    by_node = {f.node_id: f for f in free}
     for want in wants:
-        node = free[node_of[want.id]]
+        node = by_node[node_of[want.id]]
         if reuse:  # reused disks are counted by _reuse_plan; only cores and memory here
             node.disks[want.disk_kind] = node.disks.get(want.disk_kind, 0) + want.disks
         if not node.fits(want):
@@ -189,122 +360,7 @@ def _lock_and_recheck(wants: list[Instance], node_of: dict, reuse: bool) -> None
         node.take(want)
 
 
-def _lock_reused(reused: dict[int, list[int]]) -> None:
-    disk_ids = sorted(d for ids in reused.values() for d in ids)
-    still = Disk.objects.select_for_update().filter(
-        id__in=disk_ids, state=Disk.State.AVAILABLE, allocations__data_kept=True
-    )
-    if len(still) != len(disk_ids):
-        raise _Raced  # taken or failed meanwhile: the reuse plan will name it
-
-
-# Marks disks allocated and hands over whatever data they kept (wiped, or reused by the new
-# holder); {source} is a CTE named `chosen` with the disk ids.
-ALLOCATE_DISKS_SQL = """
-WITH {source},
-taken AS (
-    UPDATE inventory_disk d SET state = 'allocated' FROM chosen WHERE d.id = chosen.id
-    RETURNING d.id, d.node_id, d.kind
-),
-handed_over AS (
-    UPDATE clusters_diskallocation SET data_kept = false
-    WHERE data_kept AND disk_id IN (SELECT id FROM taken)
-)
-SELECT id, node_id, kind FROM taken ORDER BY id
-"""
-# Per (node, kind), the first `need` available disks, those keeping someone's data last; rows
-# another transaction has locked are skipped (it is taking or failing them).
-PICK_DISKS_SQL = """
-chosen AS (
-    SELECT d.id FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS w(node_id, kind, need)
-    CROSS JOIN LATERAL (
-        SELECT d.id FROM inventory_disk d
-        WHERE d.node_id = w.node_id AND d.kind = w.kind AND d.state = 'available'
-        ORDER BY EXISTS (
-            SELECT 1 FROM clusters_diskallocation a WHERE a.disk_id = d.id AND a.data_kept
-        ), d.id
-        LIMIT w.need FOR UPDATE OF d SKIP LOCKED
-    ) d
-)"""
-
-
-def _pick_disks(wants: list[Instance], node_of: dict) -> dict[int, list[int]]:
-    """Concrete disks on the locked nodes, taken in one statement."""
-    needs: dict[tuple[int, str], list[Instance]] = defaultdict(list)
-    for want in wants:
-        needs[(node_of[want.id], want.disk_kind)].append(want)
-    keys = sorted(needs)
-    counts = [sum(w.disks for w in needs[key]) for key in keys]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            ALLOCATE_DISKS_SQL.format(source=PICK_DISKS_SQL),
-            [[k[0] for k in keys], [k[1] for k in keys], counts],
-        )
-        rows = cursor.fetchall()
-    got: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for disk_id, node_id, kind in rows:
-        got[(node_id, kind)].append(disk_id)
-    disks_of: dict[int, list[int]] = {}
-    for key, count in zip(keys, counts, strict=True):
-        ids = got[key]
-        if len(ids) < count:
-            raise _Raced  # e.g. an admin is marking one of them failed right now
-        for want in needs[key]:
-            disks_of[want.id], ids = ids[: want.disks], ids[want.disks :]
-    return disks_of
-
-
-def _allocate_reused(reused: dict[int, list[int]]) -> dict[int, list[int]]:
-    disk_ids = [d for ids in reused.values() for d in ids]
-    source = "chosen AS (SELECT unnest(%s::bigint[]) AS id)"
-    with connection.cursor() as cursor:
-        cursor.execute(ALLOCATE_DISKS_SQL.format(source=source), [disk_ids])
-    return reused
-
-
-# Instances take their node and address; their disk allocations are recorded (the partial
-# unique constraints fail this statement loudly if anything is already held).
-PLACE_INSTANCES_SQL = """
-WITH placed AS (
-    UPDATE clusters_instance i
-    SET node_id = p.node_id, address_id = p.address_id, hostname = p.hostname,
-        active = true, state = %s
-    FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[])
-        AS p(id, node_id, address_id, hostname)
-    WHERE i.id = p.id
-    RETURNING i.id
-)
-INSERT INTO clusters_diskallocation (disk_id, instance_id, active, data_kept, created)
-SELECT a.disk_id, a.instance_id, true, false, now()
-FROM unnest(%s::bigint[], %s::bigint[]) AS a(disk_id, instance_id)
-"""
-
-
-def _take(cluster, wants, node_of, disks_of, addresses) -> Reservation:
-    placements = []
-    hostnames = []
-    for want, address_id in zip(wants, addresses, strict=True):
-        hostnames.append(want.hostname or f"{cluster.name}-{want.role}-{want.index}"[:63])
-        disks = tuple(disks_of[want.id])
-        placements.append(Placement(want.id, node_of[want.id], disks, address_id))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            PLACE_INSTANCES_SQL,
-            [
-                Instance.State.RESERVED.value,
-                [p.instance_id for p in placements],
-                [p.node_id for p in placements],
-                addresses,
-                hostnames,
-                [d for p in placements for d in p.disk_ids],
-                [p.instance_id for p in placements for _ in p.disk_ids],
-            ],
-        )
-    transition(cluster.id, Cluster.State.QUEUED, Cluster.State.PLACING, "")
-    return Reservation(cluster.id, placements)
-
-
-def _shortage_message(wants: list[Instance]) -> str:
+def _shortage_message(wants: list[Want]) -> str:
     biggest = max(wants, key=lambda w: (w.disks, w.cores, w.memory_mb))
     kind = biggest.disk_kind
     total = sum(w.disks for w in wants if w.disk_kind == kind)
@@ -318,11 +374,11 @@ def _shortage_message(wants: list[Instance]) -> str:
     )
 
 
-def _reuse_plan(cluster: Cluster, wants: list[Instance]) -> list | str:
+def _reuse_plan(previous_id: int, owner_id: int, wants: list[Want]) -> list | str:
     """[(node_id, [disk ids])] matching the previous cluster instance by instance, or a
     message naming why the data cannot be reused."""
-    previous = cluster.reuse_data_of
-    if previous.owner_id != cluster.owner_id:
+    previous = Cluster.objects.get(id=previous_id)
+    if previous.owner_id != owner_id:
         return f"cluster {previous.name} belongs to someone else"
     if previous.state != Cluster.State.DESTROYED:
         return f"cluster {previous.name} is {previous.state}; only destroyed clusters' data"

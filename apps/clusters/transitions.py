@@ -1,7 +1,9 @@
 """Compare-and-swap state changes and the cluster event log."""
 
 from collections.abc import Iterable
+from datetime import datetime
 
+from django.db import connection
 from django.utils import timezone
 
 from .models import Cluster, ClusterEvent
@@ -13,7 +15,7 @@ ALLOWED: dict[str, set[str]] = {
     S.QUEUED: {S.PLACING, S.FAILED, S.DESTROYED},
     S.PLACING: {S.CONFIGURING, S.QUEUED, S.FAILED, S.DESTROYING},
     S.CONFIGURING: {S.RUNNING, S.DEGRADED, S.FAILED, S.DESTROYING},
-    S.RUNNING: {S.DEGRADED, S.STOPPING, S.DESTROYING, S.FAILED},
+    S.RUNNING: {S.DEGRADED, S.STOPPING, S.DESTROYING},
     S.DEGRADED: {S.RUNNING, S.STOPPING, S.DESTROYING, S.FAILED},
     S.STOPPING: {S.STOPPED, S.FAILED, S.DESTROYING},
     S.STOPPED: {S.CONFIGURING, S.DESTROYING},
@@ -21,6 +23,18 @@ ALLOWED: dict[str, set[str]] = {
     S.FAILED: {S.DESTROYING, S.DESTROYED},
     S.DESTROYED: set(),
 }
+
+# The compare-and-swap and its event as two CTEs, `moved` and `logged`: transition() runs them
+# as one statement, and the reservation folds them into its own write statement.
+TRANSITION_CTES = """moved AS (
+    UPDATE clusters_cluster SET state = %(to)s, reason = %(reason)s{stamp}
+    WHERE id = %(cluster)s AND state = ANY(%(sources)s::text[])
+    RETURNING id
+), logged AS (
+    INSERT INTO clusters_clusterevent (cluster_id, at, level, message)
+    SELECT id, %(now)s, %(level)s, %(message)s FROM moved
+    RETURNING cluster_id
+)"""
 
 
 class TransitionError(ValueError):
@@ -31,19 +45,37 @@ def record_event(cluster_id: int, message: str, level: str = ClusterEvent.Level.
     ClusterEvent.objects.create(cluster_id=cluster_id, message=message, level=level)
 
 
-def transition(cluster_id: int, expected: str | Iterable[str], to: str, reason: str = "") -> bool:
-    """Move the cluster to `to` only if it is still in (one of) `expected`; False when another
-    worker got there first. Stamps `<to>_at` and logs an event."""
-    sources = {expected} if isinstance(expected, str) else set(expected)
+def transition_ctes(
+    cluster_id: int,
+    expected: str | Iterable[str],
+    to: str,
+    reason: str = "",
+    now: datetime | None = None,
+) -> tuple[str, dict]:
+    """SQL and parameters of a transition (see TRANSITION_CTES); raises TransitionError for a
+    move the state machine does not have."""
+    sources = [expected] if isinstance(expected, str) else sorted(set(expected))
     for source in sources:
         if to not in ALLOWED[source]:
             raise TransitionError(f"a cluster cannot go from {source} to {to}")
-    now = timezone.now()
-    changes: dict = {"state": to, "reason": reason}
-    if to != S.QUEUED:
-        changes[f"{to}_at"] = now
-    moved = Cluster.objects.filter(id=cluster_id, state__in=sources).update(**changes)
-    if moved:
-        level = ClusterEvent.Level.ERROR if to == S.FAILED else ClusterEvent.Level.INFO
-        record_event(cluster_id, f"{to}: {reason}" if reason else to, level)
-    return bool(moved)
+    stamp = "" if to == S.QUEUED else f", {S(to).value}_at = %(now)s"  # a known column name
+    level = ClusterEvent.Level.ERROR if to == S.FAILED else ClusterEvent.Level.INFO
+    params = {
+        "cluster": cluster_id,
+        "sources": [str(s) for s in sources],
+        "to": str(to),
+        "reason": reason,
+        "now": now or timezone.now(),
+        "level": str(level),
+        "message": f"{to}: {reason}" if reason else str(to),
+    }
+    return TRANSITION_CTES.format(stamp=stamp), params
+
+
+def transition(cluster_id: int, expected: str | Iterable[str], to: str, reason: str = "") -> bool:
+    """Move the cluster to `to` only if it is still in (one of) `expected`; False when another
+    worker got there first. Stamps `<to>_at` and logs an event, in one statement."""
+    ctes, params = transition_ctes(cluster_id, expected, to, reason)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {ctes} SELECT COUNT(*) FROM logged", params)  # noqa: S608  (our constants)
+        return cursor.fetchone()[0] > 0
