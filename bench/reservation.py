@@ -93,6 +93,13 @@ def queue_clusters(users, version, shape, count: int) -> list[int]:
         for c in clusters
         for i in range(instances)
     )
+    from django.db import connection
+
+    # The queue grew by hundreds of rows: autoanalyze would notice. clusters_instance keeps its
+    # build-time statistics: a few hundred rows here, so fresh ones would make the planner scan
+    # it whole for every candidate node, which a real inventory of this size never does.
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE clusters_cluster")
     return [c.id for c in clusters]
 
 

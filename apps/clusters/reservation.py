@@ -146,6 +146,12 @@ def _pipelined(*statements: tuple[str, object]) -> list[list[tuple]]:
         return [cursor.fetchall() for cursor in cursors]
 
 
+# Plan the prepared statements once and for all: the planner prefers planning again for each
+# run when parameters are arrays or limits (their size is unknown to a generic plan), which
+# would cost more than running them. Only prepared statements (only ours) are affected, and
+# only in this transaction.
+GENERIC_PLANS_SQL = ("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)", [])
+
 # The cluster row, locked, with its instances (a LEFT JOIN: a cluster without any still
 # comes back). avoid_nodes is a JSON list of node ids.
 CLUSTER_SQL = """
@@ -160,7 +166,7 @@ FOR UPDATE OF c
 
 
 def _reserve_once(cluster_id: int) -> Reservation | Rejection:
-    (rows,) = _pipelined((CLUSTER_SQL, [cluster_id]))
+    _, rows = _pipelined(GENERIC_PLANS_SQL, (CLUSTER_SQL, [cluster_id]))
     if not rows:
         raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
     owner_id, state, name, reuse_of, avoid = rows[0][:5]
@@ -201,17 +207,18 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
 
 # Free addresses of the scheduler's network (SCHEDULER_NETWORK by name, else the first one),
 # marked held in the same statement. The network is looked up inside the statement, so a
-# renamed or new network needs no cache invalidation.
+# renamed or new network needs no cache invalidation. ARRAY() keeps the plan an id lookup
+# whatever the planner guesses for the limit.
 TAKE_ADDRESSES_SQL = """
 UPDATE inventory_address SET held = true
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT a.id FROM inventory_address a
     WHERE NOT a.held AND a.network_id = (
         SELECT id FROM inventory_network WHERE %(name)s::text = '' OR name = %(name)s::text
         ORDER BY id LIMIT 1
     )
     ORDER BY a.id LIMIT %(count)s::int FOR UPDATE SKIP LOCKED
-)
+))
 RETURNING id
 """
 
