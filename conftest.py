@@ -66,6 +66,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         "PLATTER_DISPATCH_CLUSTER_TASKS": "1",
     }
     settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    app.control.purge()  # tasks an interrupted earlier run left for clusters long gone
     log = open(settings.STATE_DIR / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
     worker = subprocess.Popen(
         [

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.utils import timezone
 
 from apps.catalog.models import ProductVersion
 from apps.clusters import services
@@ -318,3 +319,29 @@ def test_a_worker_killed_mid_launch_has_its_task_run_again_to_running_once(
     for instance in cluster.instances.select_related("node"):
         labels = {"label": [site, f"platter.instance={instance.id}"]}
         assert len(drivers.client_for(instance.node).containers.list(all=True, filters=labels)) == 1
+
+
+def test_beat_destroys_an_expired_lease_and_the_queue_takes_the_freed_disks(
+    dispatching, lab_cleanup, alice, bob, demo_version
+):
+    only_nodes("lab-1")  # 4 HDDs: master and worker with 2 each fill it; the next one waits
+    first = services.launch(alice, demo_version, "leased", {"size": 1, "disks": 2}, lease_hours=1)
+    wait_for(first.id, S.RUNNING)
+    waiting = services.launch(bob, demo_version, "patient", {"size": 1, "disks": 1})
+    waiting = wait_for(waiting.id, S.QUEUED)
+    time.sleep(1)
+    waiting.refresh_from_db()
+    assert waiting.state == S.QUEUED and "HDD disks" in waiting.reason
+
+    Cluster.objects.filter(id=first.id).update(expires_at=timezone.now())
+    from workers.tasks import expire_leases
+
+    assert expire_leases.delay().get(timeout=30) == [first.id]
+    wait_for(first.id, S.DESTROYED)
+    assert (
+        drivers.client_for(Node.objects.get(name="lab-1")).containers.list(
+            all=True, filters={"label": f"platter.cluster={first.id}"}
+        )
+        == []
+    )
+    wait_for(waiting.id, S.RUNNING)  # admitted as soon as the release committed
