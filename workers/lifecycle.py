@@ -148,13 +148,19 @@ def launch(cluster_id: int) -> str:
                 nodes = len({p.node_id for p in outcome.placements})
                 record_event(cluster_id, f"reserved {disks} disks on {nodes} nodes")
             elif cluster.state == S.PLACING:
-                failure = _place(cluster)
+                try:
+                    failure = _place(cluster)
+                except Exception as error:  # noqa: BLE001 (a bug must not leave disks held)
+                    failure = _failure(None, error)
                 if failure is not None:
                     _recover(cluster, failure)
                 else:
                     transition(cluster_id, S.PLACING, S.CONFIGURING)
             elif cluster.state == S.CONFIGURING:
-                problem = _configure(cluster)
+                try:
+                    problem = _configure(cluster)
+                except Exception as error:  # noqa: BLE001
+                    problem = _failure(None, error).message
                 if problem is not None:
                     _abandon(cluster, S.CONFIGURING, problem)
                 elif transition(cluster_id, S.CONFIGURING, S.RUNNING):
@@ -209,9 +215,9 @@ def _prepare_node(node: Node, images: set[str]) -> None:
 def _failure(node: Node | None, error: Exception) -> Failure:
     if isinstance(error, NodeError):
         return Failure(node, str(error), error.transient)
-    name = node.name if node else "?"
-    log.exception("unexpected error on node %s", name, exc_info=error)
-    return Failure(node, f"node {name}: {type(error).__name__}: {error}", transient=False)
+    log.error("unexpected error placing a cluster", exc_info=error)
+    where = f"node {node.name}: " if node else ""
+    return Failure(node, f"{where}{type(error).__name__}: {error}", transient=False)
 
 
 def _recover(cluster: Cluster, failure: Failure) -> None:

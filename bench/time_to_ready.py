@@ -1,0 +1,250 @@
+"""Time from a launch request to `running`, next to raw `docker run` of the same containers.
+
+    .venv/bin/python bench/time_to_ready [--sizes 1,4,8] [--repeat 5]
+
+Needs the lab (./platter lab up). Works in its own database and Redis database with its own
+Celery worker and site label, so it never touches the dev portal's clusters. For each cluster
+size, Platter launches a one-role product (the demo's web server on /data/1, no configuration
+steps), and the physical limit is measured in the same run: the same containers (image,
+command, cores, memory, disk bind, address, hosts) created and started in parallel with the
+docker SDK on the nodes Platter chose. Aim (issue 4): Platter within 1.5x raw + 0.3 s.
+Writes bench/out/time_to_ready.png.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+
+import django  # noqa: E402
+import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+BENCH_DB = "platter_bench_ready"
+BENCH_REDIS_DB = "3"
+SITE = "bench"
+
+
+def server_dsn(dbname: str) -> str:
+    db = settings.DATABASES["default"]
+    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={dbname}" + (
+        f" password={db['PASSWORD']}" if db.get("PASSWORD") else ""
+    )
+
+
+def database_url(dbname: str) -> str:
+    db = settings.DATABASES["default"]
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{dbname}"
+
+
+def recreate_database(admin_db: str, drop_only: bool = False) -> None:
+    with psycopg.connect(server_dsn(admin_db), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        if not drop_only:
+            conn.execute(f"CREATE DATABASE {BENCH_DB}")
+
+
+def start_worker(log_path: Path) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": database_url(BENCH_DB)}
+    log = open(log_path, "w")  # noqa: SIM115 (the worker writes to it until stopped)
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-c", "4", "-l", "info",
+         "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def bench_version():
+    """A one-role product made of the demo's web server, so 1, 4 and 8 instances are all
+    valid sizes and nothing but container placement is timed."""
+    from apps.catalog.models import Product, ProductVersion
+
+    demo = ProductVersion.objects.get(product__name="demo")
+    worker = next(r for r in demo.roles if r["name"] == "worker")
+    product, _ = Product.objects.get_or_create(name="bench", defaults={"title": "Bench"})
+    version, _ = ProductVersion.objects.update_or_create(
+        product=product,
+        version="1",
+        defaults={
+            "image": demo.image,
+            "roles": [{**worker, "name": "node", "min": 1, "max": 8, "default": 1}],
+            "options_schema": {"required": {"size": {
+                "type": "int", "default": 1, "min": 1, "max": 8, "sets": "count",
+                "roles": ["node"], "description": "Instances"}},
+                "advanced": demo.options_schema["advanced"]},
+            "environment": {"PLATTER_MEMBERS": "{{members}}", "PLATTER_DATA_DIRS": "{{data_dirs}}"},
+            "capabilities": demo.capabilities,
+        },
+    )  # fmt: skip
+    return version
+
+
+def wait_for(cluster_id: int, state: str, seconds: float = 120) -> float:
+    from apps.clusters.models import Cluster
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        current = Cluster.objects.filter(id=cluster_id).values_list("state", "reason").get()
+        if current[0] == state:
+            return time.perf_counter()
+        if current[0] == "failed":
+            raise SystemExit(f"cluster {cluster_id} failed: {current[1]}")
+        time.sleep(0.01)
+    raise SystemExit(f"cluster {cluster_id} did not reach {state} in {seconds} s")
+
+
+def platter_run(user, version, size: int, name: str):
+    """Seconds from the launch request to running, and the cluster's container plans."""
+    from apps.clusters import services
+    from workers import containers
+
+    started = time.perf_counter()
+    cluster = services.launch(user, version, name, {"size": size})
+    ready = wait_for(cluster.id, "running")
+    cluster.refresh_from_db()
+    plans = containers.plans_for(cluster)
+    services.request_destroy(cluster.id, keep_data=False)
+    wait_for(cluster.id, "destroyed")
+    return ready - started, plans
+
+
+def raw_run(plans, round_no: int) -> float:
+    """The same containers, created and started in parallel straight through the SDK (names,
+    addresses and data folders of their own; clients already connected)."""
+    from workers import containers, drivers
+
+    base = settings.LAB_SUBNET.rsplit(".", 1)[0]
+    raw = []
+    for n, plan in enumerate(plans):
+        copy = containers.ContainerPlan(**{**plan.__dict__})
+        copy.name = f"{SITE}-raw-{round_no}-{n}"
+        copy.address = f"{base}.{240 + n}"
+        copy.binds = [b.replace("/cluster-", "/raw-") for b in plan.binds]
+        raw.append(copy)
+
+    def run(plan) -> None:
+        api = drivers.client_for(plan.node).api
+        container = api.create_container(**containers.create_arguments(api, plan))
+        api.start(container["Id"])
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=len(raw)) as pool:
+        list(pool.map(run, raw))
+    seconds = time.perf_counter() - started
+    for plan in raw:
+        drivers.client_for(plan.node).api.remove_container(plan.name, force=True)
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,4,8")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    admin_db = settings.DATABASES["default"]["NAME"]
+    redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + BENCH_REDIS_DB
+    os.environ.update(REDIS_URL=redis, PLATTER_SITE=SITE, PLATTER_DISPATCH_CLUSTER_TASKS="1")
+    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
+    settings.PLATTER_SITE = SITE
+    recreate_database(admin_db)
+    settings.DATABASES["default"]["NAME"] = BENCH_DB
+    django.setup()
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    worker = start_worker(out / "time_to_ready-worker.log")
+    try:
+        bench(args, out)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        from django.db import connections
+
+        connections.close_all()
+        recreate_database(admin_db, drop_only=True)
+
+
+def bench(args, out: Path) -> None:
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from apps.lab import lab
+    from portal.celery import app
+
+    call_command("migrate", verbosity=0)
+    if not lab.is_up():
+        raise SystemExit("the lab is not running: start it with ./platter lab up")
+    lab.sync_inventory()
+    call_command("load_catalog", verbosity=0)
+    app.control.purge()
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=0.5):
+        if time.monotonic() > deadline:
+            raise SystemExit("the bench worker did not start; see bench/out/")
+    user = get_user_model().objects.create_user("bench")
+    version = bench_version()
+    platter_run(user, version, 1, "warm-up")  # connections, images and networks in place
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"# {os.cpu_count()} cores; lab nodes: {', '.join(n.name for n in lab.lab_nodes())}")
+    header = (
+        f"{'instances':>9} {'n':>3} {'platter p50 s':>13} {'p95 s':>6} {'raw p50 s':>9}"
+        f" {'p95 s':>6} {'ratio':>6} {'aim s':>6} {'met':>4}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for size in sizes:
+        ours, raw = [], []
+        for n in range(args.repeat):
+            seconds, plans = platter_run(user, version, size, f"c{size}-{n}")
+            ours.append(seconds)
+            raw.append(raw_run(plans, n))
+        p50, raw50 = statistics.median(ours), statistics.median(raw)
+        aim = 1.5 * raw50 + 0.3
+        rows.append((size, p50, raw50))
+        print(
+            f"{size:>9} {args.repeat:>3} {p50:>13.2f} {p95(ours):>6.2f} {raw50:>9.2f}"
+            f" {p95(raw):>6.2f} {p50 / raw50:>6.2f} {aim:>6.2f} {'yes' if p50 <= aim else 'NO':>4}",
+            flush=True,
+        )
+    plot(rows, out / "time_to_ready.png")
+    print(f"# plot: {out / 'time_to_ready.png'}")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def plot(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [str(r[0]) for r in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.bar([i - 0.2 for i in x], [r[2] for r in rows], 0.4, label="raw docker run (parallel)")
+    ax.bar([i + 0.2 for i in x], [r[1] for r in rows], 0.4, label="Platter: request to running")
+    ax.plot(x, [1.5 * r[2] + 0.3 for r in rows], "k--", label="aim: 1.5x raw + 0.3 s")
+    ax.set_xticks(list(x), sizes)
+    ax.set_xlabel("instances per cluster")
+    ax.set_ylabel("seconds (median)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
