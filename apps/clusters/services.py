@@ -183,7 +183,7 @@ def extend_lease(cluster_id: int, hours: float) -> datetime:
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
         if cluster.state not in LIVE_STATES or cluster.state == S.DESTROYING:
-            raise LeaseError(f"cluster {cluster.name} is {cluster.state}")
+            raise StateConflict(f"cluster {cluster.name} is {cluster.state}; its lease is over")
         now = timezone.now()
         start = max(cluster.expires_at or now, now)
         end = start + timedelta(hours=hours)
