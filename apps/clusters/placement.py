@@ -6,6 +6,7 @@ random node id and stops after SCHEDULER_CANDIDATE_WINDOW fitting nodes, so the 
 on large inventories and concurrent reservations mostly look at different nodes.
 """
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -102,7 +103,12 @@ def free_statement(node_ids: list[int], kinds=DISK_KINDS) -> tuple[str, list, tu
     """SQL, parameters and counted kinds of free_on(): only the asked kinds that exist are
     counted. Run it after locking the nodes for numbers that stay true."""
     known = tuple(k for k in DISK_KINDS if k in kinds) or DISK_KINDS
-    return _sql("n.id = ANY(%s::bigint[])", known), [list(node_ids)], known
+    return _free_sql(known), [list(node_ids)], known
+
+
+@functools.cache
+def _free_sql(kinds: tuple[str, ...]) -> str:
+    return _sql("n.id = ANY(%s::bigint[])", kinds)
 
 
 def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
@@ -115,39 +121,43 @@ def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
 
 def candidates_statement(
     wants: list, window: int | None = None, avoid: list[int] | None = None
-) -> tuple[str, list, tuple[str, ...]] | None:
+) -> tuple[str, dict, tuple[str, ...]] | None:
     """SQL, parameters and counted disk kinds of candidates(), or None when no node can have
     what is asked (a disk kind no node has)."""
-    window = max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants))
-    min_cores = min(w.cores for w in wants)
-    min_memory = min(w.memory_mb for w in wants)
     kinds = {w.disk_kind for w in wants}
     if not kinds <= set(DISK_KINDS):
         return None  # no node has disks of an unknown kind
+    asked = tuple(sorted(kinds))
+    params = {
+        "cores": min(w.cores for w in wants),
+        "memory": min(w.memory_mb for w in wants),
+        "disks": min(w.disks for w in wants),
+        "avoid": list(avoid or []),
+        "window": max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants)),
+    }
+    return _candidates_sql(asked, bool(avoid)), params, asked
+
+
+@functools.cache
+def _candidates_sql(kinds: tuple[str, ...], avoid: bool) -> str:
     fit = (
-        "n.state = 'active' AND n.cores - COALESCE(u.cores, 0) >= %s"
-        " AND n.memory_mb - COALESCE(u.memory, 0) >= %s"
+        "n.state = 'active' AND n.cores - COALESCE(u.cores, 0) >= %(cores)s"
+        " AND n.memory_mb - COALESCE(u.memory, 0) >= %(memory)s"
     )
-    params: list = [min_cores, min_memory]
     if avoid:
-        fit += " AND NOT n.id = ANY(%s::bigint[])"
-        params.append(list(avoid))
+        fit += " AND NOT n.id = ANY(%(avoid)s::bigint[])"
     if len(kinds) == 1:
-        (kind,) = kinds
-        fit += f" AND k.{kind} >= %s"
-        params.append(min(w.disks for w in wants))
+        fit += f" AND k.{kinds[0]} >= %(disks)s"
     # One statement: the pivot is drawn once (a CTE used twice is materialised), and the
     # LIMIT over UNION ALL stops before the wrap-around part when the first part fills it.
     pivot = (
         "WITH pivot AS (SELECT MIN(id) + floor(random() * (MAX(id) - MIN(id) + 1))::bigint"
         " AS id FROM inventory_node) SELECT * FROM ("
     )
-    asked = tuple(sorted(kinds))
-    order = " ORDER BY n.id LIMIT %s"
-    after = _sql(f"{fit} AND n.id >= (SELECT id FROM pivot)", asked, order)  # noqa: S608  (our constants)
-    before = _sql(f"{fit} AND n.id < (SELECT id FROM pivot)", asked, order)  # noqa: S608
-    sql = f"{pivot}({after}) UNION ALL ({before})) found LIMIT %s"
-    return sql, [*params, window, *params, window, window], asked
+    order = " ORDER BY n.id LIMIT %(window)s"
+    after = _sql(f"{fit} AND n.id >= (SELECT id FROM pivot)", kinds, order)  # noqa: S608  (our constants)
+    before = _sql(f"{fit} AND n.id < (SELECT id FROM pivot)", kinds, order)  # noqa: S608
+    return f"{pivot}({after}) UNION ALL ({before})) found LIMIT %(window)s"
 
 
 def candidates(

@@ -8,6 +8,7 @@ what the previous lock holder committed while we waited. The reservation sends b
 round trip (see reservation.py); the limits themselves are compared here, in Python.
 """
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -70,6 +71,7 @@ class Demand:
 
 
 def _tables() -> dict[str, str]:
+    """Names to put in the SQL below: table and column names and constants, never input."""
     user_model = get_user_model()
     return {
         "users": user_model._meta.db_table,
@@ -78,6 +80,7 @@ def _tables() -> dict[str, str]:
         "quotas": Quota._meta.db_table,
         "groups": Quota._meta.get_field("group").related_model._meta.db_table,
         "limits": ", ".join(f"q.{name}" for name in LIMIT_FIELDS),
+        "live": ", ".join(f"'{state}'" for state in LIVE_STATES),
     }
 
 
@@ -101,7 +104,9 @@ ORDER BY q.id
 
 # Usage per scope, one row each: (group id or NULL for the user, clusters, instances, cores,
 # memory, disks, disks per kind), in one pass over the scope's live clusters. Instances count
-# while active; disks are the active allocations. {scopes} yields (group_id, owners[]) rows.
+# while active; disks are the active allocations (of active instances: reserve and release
+# switch both together, and queued instances then cost no lookup). {scopes} yields
+# (group_id, owners[]) rows.
 USAGE_SQL = """
 WITH scope AS ({scopes})
 SELECT s.group_id, u.*
@@ -116,9 +121,9 @@ CROSS JOIN LATERAL (
     LEFT JOIN LATERAL (
         SELECT COUNT(*) AS total, {kind_counts}
         FROM clusters_diskallocation a JOIN inventory_disk k ON k.id = a.disk_id
-        WHERE a.instance_id = i.id AND a.active
+        WHERE a.instance_id = i.id AND a.active AND i.active  -- only held ones hold disks
     ) a ON TRUE
-    WHERE c.owner_id = ANY(s.owners) AND c.state = ANY(%(live)s::text[])
+    WHERE c.owner_id = ANY(s.owners) AND c.state IN ({live})
       AND c.id IS DISTINCT FROM %(exclude)s::bigint
 ) u
 """
@@ -147,8 +152,13 @@ class Scope:
     limits: dict[str, int | None]
 
 
+@functools.cache
+def _lock_sql() -> str:
+    return LOCK_SQL.format(**_tables())
+
+
 def lock_statement(user_id: int) -> tuple[str, dict]:
-    return LOCK_SQL.format(**_tables()), {"owner": user_id}
+    return _lock_sql(), {"owner": user_id}
 
 
 def scopes_of(rows: list[tuple]) -> list[Scope]:
@@ -167,19 +177,24 @@ def _limits(row: tuple) -> dict[str, int | None]:
     return dict(zip(LIMIT_FIELDS, row[4:], strict=True))
 
 
-def usage_statement(
-    owner_id: int, exclude_cluster: int | None = None, scopes: str = "owner"
-) -> tuple[str, dict]:
-    """USAGE_SQL for the user and their groups with a quota (or only the user, or a group)."""
+@functools.cache
+def _usage_sql(scopes: str) -> str:
     tables = _tables()
-    sql = USAGE_SQL.format(
+    return USAGE_SQL.format(
         scopes=SCOPES[scopes].format(**tables),
+        live=tables["live"],
         kinds=", ".join(f"COALESCE(SUM(a.{kind}), 0)" for kind in DISK_KINDS),
         kind_counts=", ".join(
             f"COUNT(*) FILTER (WHERE k.kind = '{kind}') AS {kind}" for kind in DISK_KINDS
         ),
     )
-    return sql, {"owner": owner_id, "live": LIVE_STATES, "exclude": exclude_cluster}
+
+
+def usage_statement(
+    owner_id: int, exclude_cluster: int | None = None, scopes: str = "owner"
+) -> tuple[str, dict]:
+    """USAGE_SQL for the user and their groups with a quota (or only the user, or a group)."""
+    return _usage_sql(scopes), {"owner": owner_id, "exclude": exclude_cluster}
 
 
 def usage_by_scope(rows: list[tuple]) -> dict[int | None, dict[str, int]]:

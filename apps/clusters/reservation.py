@@ -21,6 +21,8 @@ holder committed. That is why a lock and the reads it protects stay separate sta
 Statements use server-side binding, so Postgres keeps their plans once psycopg prepares them.
 """
 
+import functools
+import json
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -252,10 +254,10 @@ LOCK_NODES_SQL = (
 # ids of each instance; fewer than asked means someone else took or failed one meanwhile.
 WRITE_SQL = """
 WITH want AS (
-    SELECT * FROM unnest(
-        %(instances)s::bigint[], %(nodes)s::bigint[], %(addresses)s::bigint[],
-        %(hostnames)s::text[], %(kinds)s::text[], %(counts)s::int[]
-    ) WITH ORDINALITY AS w(instance_id, node_id, address_id, hostname, kind, count, n)
+    SELECT * FROM json_to_recordset(%(want)s::json) AS w(
+        n int, instance_id bigint, node_id bigint, address_id bigint, hostname text,
+        kind text, count int
+    )
 ),
 {held},
 taken AS (
@@ -293,10 +295,9 @@ picked AS (
                AS rank
     FROM (SELECT node_id, kind, SUM(count) AS count FROM want GROUP BY node_id, kind) need
     CROSS JOIN LATERAL (
-        SELECT d.id, EXISTS (
-            SELECT 1 FROM clusters_diskallocation a WHERE a.disk_id = d.id AND a.data_kept
-        ) AS kept
+        SELECT d.id, a.id IS NOT NULL AS kept  -- at most one kept dataset per disk
         FROM inventory_disk d
+        LEFT JOIN clusters_diskallocation a ON a.disk_id = d.id AND a.data_kept
         WHERE d.node_id = need.node_id AND d.kind = need.kind AND d.state = 'available'
         ORDER BY kept, d.id LIMIT need.count
         FOR UPDATE OF d SKIP LOCKED
@@ -310,8 +311,8 @@ held AS (
 # The disks the reused cluster's instances kept, if they still are available and keep it.
 REUSE_HELD = """held AS (
     SELECT r.instance_id, d.id AS disk_id
-    FROM unnest(%(reuse_instances)s::bigint[], %(reuse_disks)s::bigint[]) AS r(instance_id, id)
-    JOIN inventory_disk d ON d.id = r.id
+    FROM json_to_recordset(%(reused)s::json) AS r(instance_id bigint, disk_id bigint)
+    JOIN inventory_disk d ON d.id = r.disk_id
     WHERE d.state = 'available'
       AND EXISTS (SELECT 1 FROM clusters_diskallocation a WHERE a.disk_id = d.id AND a.data_kept)
     FOR UPDATE OF d
@@ -323,24 +324,30 @@ def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
     the writes roll back with the transaction when the check fails)."""
     node_ids = sorted(set(node_of.values()))
     free_sql, free_params, kinds = placement.free_statement(node_ids, {w.disk_kind for w in wants})
-    now = timezone.now()
-    ctes, params = transition_ctes(cluster_id, Cluster.State.QUEUED, Cluster.State.PLACING, now=now)
+    # The instances as JSON records: one parameter instead of an array per column.
+    want = [
+        {
+            "n": n,
+            "instance_id": w.id,
+            "node_id": node_of[w.id],
+            "address_id": address_id,
+            "hostname": w.hostname or f"{name}-{w.role}-{w.index}"[:63],
+            "kind": w.disk_kind,
+            "count": w.disks,
+        }
+        for n, (w, address_id) in enumerate(zip(wants, addresses, strict=True))
+    ]
+    pairs = [{"instance_id": i, "disk_id": d} for i, ids in reused.items() for d in ids]
+    sql, params = _write_statement(cluster_id, bool(reused))
     params |= {
-        "instances": [w.id for w in wants],
-        "nodes": [node_of[w.id] for w in wants],
-        "addresses": addresses,
-        "hostnames": [w.hostname or f"{name}-{w.role}-{w.index}"[:63] for w in wants],
-        "kinds": [w.disk_kind for w in wants],
-        "counts": [w.disks for w in wants],
+        "want": json.dumps(want),
+        "reused": json.dumps(pairs),
         "reserved": Instance.State.RESERVED.value,
-        "reuse_instances": [i for i, disk_ids in reused.items() for _ in disk_ids],
-        "reuse_disks": [d for disk_ids in reused.values() for d in disk_ids],
     }
-    write = WRITE_SQL.format(held=REUSE_HELD if reused else PICK_HELD, transition=ctes)
     states, free, held = _pipelined(
         (LOCK_NODES_SQL, [node_ids]),
         (free_sql, free_params),
-        (write, params),
+        (sql, params),
     )
     if [s for _, s in states] != [Node.State.ACTIVE] * len(node_ids):
         raise _Raced  # drained meanwhile: plan again (a reuse plan then names the node)
@@ -353,6 +360,16 @@ def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
         for w, address_id in zip(wants, addresses, strict=True)
     ]
     return Reservation(cluster_id, placements)
+
+
+def _write_statement(cluster_id: int, reuse: bool) -> tuple[str, dict]:
+    ctes, params = transition_ctes(cluster_id, Cluster.State.QUEUED, Cluster.State.PLACING)
+    return _write_sql(ctes, reuse), params
+
+
+@functools.cache
+def _write_sql(transition: str, reuse: bool) -> str:
+    return WRITE_SQL.format(held=REUSE_HELD if reuse else PICK_HELD, transition=transition)
 
 
 def _recheck(wants: list[Want], node_of: dict, free: list, reuse: bool) -> None:

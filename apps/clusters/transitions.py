@@ -1,5 +1,6 @@
 """Compare-and-swap state changes and the cluster event log."""
 
+import functools
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -58,7 +59,6 @@ def transition_ctes(
     for source in sources:
         if to not in ALLOWED[source]:
             raise TransitionError(f"a cluster cannot go from {source} to {to}")
-    stamp = "" if to == S.QUEUED else f", {S(to).value}_at = %(now)s"  # a known column name
     level = ClusterEvent.Level.ERROR if to == S.FAILED else ClusterEvent.Level.INFO
     params = {
         "cluster": cluster_id,
@@ -69,7 +69,13 @@ def transition_ctes(
         "level": str(level),
         "message": f"{to}: {reason}" if reason else str(to),
     }
-    return TRANSITION_CTES.format(stamp=stamp), params
+    return _ctes(str(to)), params
+
+
+@functools.cache
+def _ctes(to: str) -> str:
+    stamp = "" if to == S.QUEUED else f", {S(to).value}_at = %(now)s"  # a known column name
+    return TRANSITION_CTES.format(stamp=stamp)
 
 
 def transition(cluster_id: int, expected: str | Iterable[str], to: str, reason: str = "") -> bool:
