@@ -260,3 +260,6 @@ SPECTACULAR_SETTINGS = {
         "DiskStateEnum": "apps.inventory.models.Disk.State",
     },
 }
+
+# The web self-service (server-rendered pages, htmx from django-htmx's static files).
+INSTALLED_APPS += ["apps.web"]

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from .views import account, catalog, clusters
+
+app_name = "web"
+
+urlpatterns = [
+    path("catalog/", catalog.catalog, name="catalog"),
+    path("catalog/<slug:product>/<str:version>/launch", catalog.launch, name="launch"),
+    path("catalog/<slug:product>/<str:version>/preview", catalog.launch_preview, name="preview"),
+    path("clusters/", clusters.cluster_list, name="clusters"),
+    path("clusters/<int:cluster_id>/", clusters.cluster_detail, name="cluster"),
+    path("clusters/<int:cluster_id>/destroy", clusters.cluster_destroy, name="destroy"),
+    path("clusters/<int:cluster_id>/stop", clusters.cluster_stop, name="stop"),
+    path("clusters/<int:cluster_id>/start", clusters.cluster_start, name="start"),
+    path("clusters/<int:cluster_id>/extend", clusters.cluster_extend, name="extend"),
+    path("quota/", account.quota, name="quota"),
+    path("capacity/", account.capacity, name="capacity"),
+]

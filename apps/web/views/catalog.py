@@ -1,0 +1,79 @@
+"""Catalog cards, the launch form and its live quota/capacity preview."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from apps.catalog.models import ProductVersion
+from apps.catalog.options import OptionsError, resolve
+from apps.catalog.services import launchable_versions
+from apps.clusters import services
+from apps.clusters.preview import preview_launch
+
+from ..forms import LaunchForm
+
+
+@login_required
+def catalog(request: HttpRequest) -> HttpResponse:
+    products: dict = {}
+    for version in launchable_versions().order_by("product__name", "-version"):
+        products.setdefault(version.product, []).append(version)
+    return render(request, "web/catalog.html", {"products": products.items()})
+
+
+def _version(product: str, version: str) -> ProductVersion:
+    return get_object_or_404(launchable_versions(), product__name=product, version=version)
+
+
+@login_required
+def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
+    chosen = _version(product, version)
+    form = LaunchForm(chosen, request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            cluster = services.launch(
+                request.user, chosen, form.cleaned_data["name"], form.options(),
+                form.cleaned_data["lease"], form.cleaned_data["reuse_data_from"],
+            )  # fmt: skip
+        except OptionsError as exc:
+            for name, message in exc.errors.items():
+                form.add_error(name if name in form.fields else None, message)
+        except services.QuotaExceeded as exc:
+            form.add_error(None, f"Over your quota: {exc}")
+        except services.LeaseError as exc:
+            form.add_error("lease", str(exc))
+        except services.ReuseError as exc:
+            form.add_error("reuse_data_from", str(exc))
+        else:
+            return redirect("web:cluster", cluster_id=cluster.id)
+    context = {"version": chosen, "form": form, **_preview(request, form)}
+    return render(request, "web/launch.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+def launch_preview(request: HttpRequest, product: str, version: str) -> HttpResponse:
+    """The partial the form refreshes as the user types (also readable on its own)."""
+    form = LaunchForm(_version(product, version), request.user, request.GET)
+    return render(request, "web/partials/launch_preview.html", _preview(request, form))
+
+
+def _preview(request: HttpRequest, form: LaunchForm) -> dict:
+    # An unbound form previews the defaults; a bound one whatever fields are valid so far.
+    errors: dict[str, str] = {}
+    if form.is_bound:
+        form.is_valid()
+        # The name is not part of what is needed; bad options and disk kinds are.
+        errors = {k: " ".join(v) for k, v in form.errors.items() if k not in ("name", "__all__")}
+    else:
+        form.cleaned_data = {n: f.initial for n, f in form.fields.items()}
+    try:
+        spec = resolve(form.version, form.options())
+    except OptionsError as exc:
+        errors = {**exc.errors, **errors}
+    if errors:
+        return {"preview": None, "preview_errors": errors}
+    roles: dict[str, int] = {}
+    for instance in spec.instances:
+        roles[instance.role] = roles.get(instance.role, 0) + 1
+    return {"preview": preview_launch(request.user, spec.instances), "spec": spec,
+            "roles": roles.items()}  # fmt: skip
