@@ -184,27 +184,36 @@ def run_in_container(
 
 
 def run_helper(
-    node: Node, command: list[str], binds: list[str], capabilities: tuple[str, ...] = ()
+    node: Node,
+    command: list[str],
+    binds: list[str],
+    capabilities: tuple[str, ...] = (),
+    *,
+    image: str = "",
+    entrypoint: list[str] | None = None,
+    host_options: dict | None = None,
 ) -> tuple[int, str]:
-    """Run a short-lived helper container (our own small image, no network, only the given
-    binds) to completion; returns its exit code and output. Used for disk discovery and wipes."""
+    """Run a short-lived helper container (our own small image unless `image` names another,
+    no network, only the given binds) to completion; returns its exit code and output. Used
+    for disk discovery, wipes and disk benchmarks (which add blkio throttles: host_options)."""
     client = client_for(node)
-    image = settings.NODE_HELPER_IMAGE
+    image = image or settings.NODE_HELPER_IMAGE
     ensure_image(node, image)
     api = client.api
     host_config = api.create_host_config(
         binds=binds, network_mode="none", cap_drop=["ALL"], cap_add=list(capabilities),
-        security_opt=["no-new-privileges"], pids_limit=64,
+        security_opt=["no-new-privileges"], pids_limit=64, **(host_options or {}),
     )  # fmt: skip
     name = f"platter-helper-{uuid.uuid4().hex[:12]}"
     labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1"}
     container = call(
         node,
         lambda: api.create_container(
-            image, command, name=name, labels=labels, host_config=host_config, detach=True
+            image, command, name=name, labels=labels, host_config=host_config, detach=True,
+            entrypoint=entrypoint,
         ),
         "create a helper container",
-    )
+    )  # fmt: skip
     try:
         call(node, lambda: api.start(container["Id"]), "start a helper container")
         status = call(node, lambda: api.wait(container["Id"]), "wait for a helper container")

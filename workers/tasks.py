@@ -71,3 +71,17 @@ def destroy_cluster(self, cluster_id: int, keep_data: bool = True) -> str:
 def reconcile() -> dict:
     """Compare every node's containers with the database; run by beat."""
     return reconciler.reconcile()
+
+
+@shared_task(name="platter.bench_disks")
+def bench_disks(node_id: int, set_kind: bool = False) -> str:
+    """fio on a node's free disks, one at a time (minutes on real disks: not in a request)."""
+    from apps.inventory.models import Node
+
+    from .benchmarks import bench_node
+
+    node = Node.objects.filter(id=node_id).first()
+    if node is None:
+        return "node gone"
+    report = bench_node(node, set_kind)
+    return f"{len(report.measured)} measured, {len(report.failed)} failed, {report.flagged} slow"

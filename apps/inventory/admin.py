@@ -23,7 +23,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "state", "endpoint", "cores_used", "memory_used", "disks_free"]
     list_filter = ["state"]
     search_fields = ["name", "endpoint"]
-    actions = ["drain", "activate", "discover_disks"]
+    actions = ["drain", "activate", "discover_disks", "bench_disks"]
 
     def get_queryset(self, request):
         return (
@@ -78,14 +78,63 @@ class NodeAdmin(admin.ModelAdmin):
             else:
                 messages.success(request, text)
 
+    @admin.action(description="Benchmark free disks with fio, one at a time (in the background)")
+    def bench_disks(self, request, queryset):
+        from workers.tasks import bench_disks  # the node drivers live with the workers
+
+        for node in queryset:
+            bench_disks.delay(node.id)
+        messages.success(
+            request, f"benchmark queued for {queryset.count()} node(s); results show on Disks"
+        )
+
+
+class SpeedFilter(admin.SimpleListFilter):
+    title = "measured speed"
+    parameter_name = "speed"
+
+    def lookups(self, request, model_admin):
+        return [("slow", "far below its siblings"), ("ok", "like its siblings"),
+                ("unmeasured", "not measured")]  # fmt: skip
+
+    def queryset(self, request, queryset):
+        if self.value() == "slow":
+            return queryset.exclude(slow_reason="")
+        if self.value() == "ok":
+            return queryset.filter(slow_reason="", measured_at__isnull=False)
+        if self.value() == "unmeasured":
+            return queryset.filter(measured_at__isnull=True)
+        return queryset
+
 
 @admin.register(Disk)
 class DiskAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "kind", "state", "holder", "last_holder"]
-    list_filter = ["state", "kind", "node__state"]
+    list_display = ["__str__", "kind", "state", "holder", "last_holder", "seq_mbps",
+                    "rand_iops", "slow", "measured_at"]  # fmt: skip
+    list_filter = ["state", "kind", "node__state", SpeedFilter]
     search_fields = ["node__name", "mount_path", "device"]
     list_select_related = ["node"]
     actions = ["mark_failed", "mark_retired", "mark_available"]
+    readonly_fields = [*Disk.BENCH_FIELDS, "measured_at", "slow_reason"]
+
+    @admin.display(description="seq MB/s read / write")
+    def seq_mbps(self, disk: Disk) -> str:
+        if disk.measured_at is None:
+            return "-"
+        return f"{disk.seq_read_mbps or 0:.0f} / {disk.seq_write_mbps or 0:.0f}"
+
+    @admin.display(description="4k IOPS read / write (QD1, QD64)")
+    def rand_iops(self, disk: Disk) -> str:
+        if disk.measured_at is None:
+            return "-"
+        values = (disk.rand_read_iops_qd1, disk.rand_write_iops_qd1,
+                  disk.rand_read_iops_qd64, disk.rand_write_iops_qd64)  # fmt: skip
+        r1, w1, r64, w64 = (f"{v or 0:.0f}" for v in values)
+        return f"{r1} / {w1}, {r64} / {w64}"
+
+    @admin.display(description="slow", boolean=True)
+    def slow(self, disk: Disk) -> bool | None:
+        return bool(disk.slow_reason) if disk.measured_at else None
 
     @admin.display(description="held by")
     def holder(self, disk: Disk) -> str:

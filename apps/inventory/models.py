@@ -64,6 +64,27 @@ class Disk(models.Model):
     # Bandwidth cap applied to every container using this disk (emulates a spindle); 0 = none.
     write_bps = models.BigIntegerField(default=0)
     read_bps = models.BigIntegerField(default=0)
+    # Last fio benchmark (workers/benchmarks.py, Table 4 of the CESGA paper): sequential 1 MiB
+    # bandwidth in MB/s, random 4 KiB IOPS at queue depth 1 and 64; empty until measured.
+    seq_read_mbps = models.FloatField(null=True, blank=True)
+    seq_write_mbps = models.FloatField(null=True, blank=True)
+    rand_read_iops_qd1 = models.FloatField(null=True, blank=True)
+    rand_write_iops_qd1 = models.FloatField(null=True, blank=True)
+    rand_read_iops_qd64 = models.FloatField(null=True, blank=True)
+    rand_write_iops_qd64 = models.FloatField(null=True, blank=True)
+    measured_at = models.DateTimeField(null=True, blank=True)
+    # Why the disk measured far below its siblings of the same kind; empty when it did not
+    # (kept up to date by inventory.services.refresh_slow_flags after every benchmark).
+    slow_reason = models.CharField(max_length=255, blank=True)
+
+    BENCH_FIELDS = (
+        "seq_read_mbps",
+        "seq_write_mbps",
+        "rand_read_iops_qd1",
+        "rand_write_iops_qd1",
+        "rand_read_iops_qd64",
+        "rand_write_iops_qd64",
+    )
 
     class Meta:
         ordering = ["node__name", "mount_path"]

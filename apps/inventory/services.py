@@ -1,11 +1,15 @@
-"""Inventory rules: address pools and node draining."""
+"""Inventory rules: address pools, node draining, disk benchmark results and slow disks."""
 
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
 from ipaddress import IPv4Address
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
-from .models import Address, Network, Node
+from .models import Address, Disk, Network, Node
 
 
 class AddressRangeError(ValueError):
@@ -45,3 +49,79 @@ def cluster_network() -> Network | None:
     if settings.SCHEDULER_NETWORK:
         networks = networks.filter(name=settings.SCHEDULER_NETWORK)
     return networks.first()
+
+
+# ---------------------------------------------------------------- disk benchmarks
+
+BENCH_LABELS = {
+    "seq_read_mbps": "seq read MB/s",
+    "seq_write_mbps": "seq write MB/s",
+    "rand_read_iops_qd1": "rand read IOPS QD1",
+    "rand_write_iops_qd1": "rand write IOPS QD1",
+    "rand_read_iops_qd64": "rand read IOPS QD64",
+    "rand_write_iops_qd64": "rand write IOPS QD64",
+}
+
+
+def kind_from_measurement(results: dict[str, float], current: str) -> str:
+    """The kind a disk's random 4 KiB read IOPS at queue depth 1 say it is: a spindle seeks
+    for every read, flash does not. NVMe is kept (fio cannot tell it from SATA flash)."""
+    iops = results.get("rand_read_iops_qd1") or 0
+    if iops >= settings.BENCH_SSD_MIN_IOPS:
+        return current if current == Disk.Kind.NVME else Disk.Kind.SSD
+    return Disk.Kind.HDD
+
+
+@transaction.atomic
+def record_benchmark(disk_id: int, results: dict[str, float], set_kind: bool = False) -> Disk:
+    """Store one disk's fio results (fields of Disk.BENCH_FIELDS) and when they were taken;
+    with set_kind, also the kind the measurement suggests."""
+    disk = Disk.objects.select_for_update().get(id=disk_id)
+    for field in Disk.BENCH_FIELDS:
+        setattr(disk, field, results.get(field))
+    disk.measured_at = timezone.now()
+    fields = [*Disk.BENCH_FIELDS, "measured_at"]
+    if set_kind:
+        disk.kind = kind_from_measurement(results, disk.kind)
+        fields.append("kind")
+    disk.save(update_fields=fields)
+    return disk
+
+
+def slow_disk_reasons(disks: Iterable[Disk], percent: int, scope: str = "node") -> dict[int, str]:
+    """Disks with a result below `percent` % of the median of their measured siblings of the
+    same kind (on the same node, or in the whole pool with scope="pool"), with why. A failing
+    disk often still works, only much slower: this is how it shows."""
+    groups: dict[tuple, list[Disk]] = defaultdict(list)
+    for disk in disks:
+        if disk.measured_at is not None:
+            groups[(disk.node_id if scope == "node" else None, disk.kind)].append(disk)
+    reasons: dict[int, list[str]] = defaultdict(list)
+    for siblings in groups.values():
+        for field in Disk.BENCH_FIELDS:
+            values = [getattr(d, field) for d in siblings if getattr(d, field) is not None]
+            if len(values) < 2:
+                continue  # nothing to compare with
+            median = statistics.median(values)
+            for disk in siblings:
+                value = getattr(disk, field)
+                if value is not None and value < median * percent / 100:
+                    reasons[disk.id].append(
+                        f"{BENCH_LABELS[field]} {value:.0f} < {percent}% of median {median:.0f}"
+                    )
+    return {disk_id: "; ".join(texts) for disk_id, texts in reasons.items()}
+
+
+def refresh_slow_flags() -> int:
+    """Recompute every disk's slow_reason from the stored results (settings DISK_SLOW_*);
+    returns how many disks are flagged."""
+    disks = list(Disk.objects.exclude(state=Disk.State.RETIRED))
+    reasons = slow_disk_reasons(disks, settings.DISK_SLOW_PERCENT, settings.DISK_SLOW_SCOPE)
+    changed = []
+    for disk in disks:
+        reason = reasons.get(disk.id, "")[:255]
+        if disk.slow_reason != reason:
+            disk.slow_reason = reason
+            changed.append(disk)
+    Disk.objects.bulk_update(changed, ["slow_reason"])
+    return len(reasons)

@@ -66,14 +66,61 @@ def build_base_image_tar() -> Path:
     return tar_path
 
 
-def ensure_image(node: LabNode, tar_path: Path) -> None:
+def shared_libraries(binary: str) -> list[str]:
+    """The files `ldd` says a binary loads (the paths it resolves, and the loader itself)."""
+    paths = []
+    for line in host.run("ldd", binary).stdout.splitlines():
+        parts = line.split()
+        if "=>" in parts:
+            target = parts[parts.index("=>") + 1]
+            if target.startswith("/"):
+                paths.append(target)
+        elif parts and parts[0].startswith("/"):
+            paths.append(parts[0])  # the dynamic loader
+    return paths
+
+
+def build_fio_image_tar() -> Path:
+    """The lab's benchmark image: the base image plus the host's fio and the libraries it
+    loads, at the same paths (no registry here; production names a public fio image)."""
+    tar_path = state_dir() / "lab-fio.tar"
+    if tar_path.exists():
+        return tar_path
+    fio = shutil.which("fio")
+    if not fio:
+        raise host.LabError("fio is not installed: apt-get install fio (./platter does it)")
+    base = build_base_image_tar()
+    tmp = tar_path.with_suffix(".tmp")
+    with tarfile.open(base) as source, tarfile.open(tmp, "w") as tar:
+        for member in source.getmembers():
+            tar.addfile(member, source.extractfile(member) if member.isfile() else None)
+        names = {member.name for member in source.getmembers()}
+        for path in [fio, *shared_libraries(fio)]:
+            real = Path(path).resolve()
+            # Parent folders first (tar readers create them anyway; docker import wants them).
+            for parent in reversed(Path(path).parents[:-1]):
+                if str(parent).lstrip("/") not in names:
+                    info = tarfile.TarInfo(str(parent).lstrip("/"))
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                    names.add(info.name)
+            arcname = path.lstrip("/")
+            if arcname not in names:
+                tar.add(str(real), arcname=arcname)
+                names.add(arcname)
+    tmp.rename(tar_path)
+    return tar_path
+
+
+def ensure_image(node: LabNode, tar_path: Path, image: str = "") -> None:
+    image = image or settings.LAB_IMAGE
     client = local_client(node, timeout=120)
     try:
-        client.images.get(settings.LAB_IMAGE)
+        client.images.get(image)
         return
     except docker.errors.ImageNotFound:
         pass
-    repository, tag = settings.LAB_IMAGE.rsplit(":", 1)
+    repository, tag = image.rsplit(":", 1)
     client.api.import_image(
         src=str(tar_path), repository=repository, tag=tag, changes=['CMD ["/bin/sh"]']
     )

@@ -22,7 +22,13 @@ from workers.discovery import KIND_FILE
 from . import host, pki, ssh
 from .daemons import local_client, start_dockerd, stop_dockerd, wait_for_dockerd
 from .host import LabError
-from .image import build_base_image_tar, ensure_cluster_network, ensure_image, lab_network_spec
+from .image import (
+    build_base_image_tar,
+    build_fio_image_tar,
+    ensure_cluster_network,
+    ensure_image,
+    lab_network_spec,
+)
 from .nodes import LabNode, bridge_name, disk_kind, lab_nodes, run_dir, state_dir
 
 
@@ -152,11 +158,13 @@ def up(log=print) -> list[Node]:
     for node in nodes:
         start_dockerd(node)
     tar_path = build_base_image_tar()
+    fio_tar_path = build_fio_image_tar()
     registered = []
     for node in nodes:
         disks = ensure_disks(node)
         wait_for_dockerd(node)
         ensure_image(node, tar_path)
+        ensure_image(node, fio_tar_path, settings.LAB_FIO_IMAGE)
         ensure_cluster_network(node)
         if node.over_ssh:
             ssh.ensure_ssh_keys()

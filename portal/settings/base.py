@@ -155,6 +155,21 @@ SCHEDULER_PLACE_ATTEMPTS = envint("PLATTER_SCHEDULER_PLACE_ATTEMPTS", 3)
 NODE_DOWN_AFTER_FAILED_CHECKS = envint("PLATTER_NODE_DOWN_AFTER_FAILED_CHECKS", 3)
 ORPHAN_GRACE_SECONDS = envint("PLATTER_ORPHAN_GRACE_SECONDS", 300)
 
+# Disk benchmarks (fio, workers/benchmarks.py): the image that has fio on its PATH, the file
+# sizes of Table 4 of the CESGA paper (1 GiB sequential, 256 MiB random) divided by
+# BENCH_SIZE_DIVISOR, seconds per fio job, and the I/O engine (psync if libaio is missing).
+BENCH_IMAGE = envstr("PLATTER_BENCH_IMAGE", "ljishen/fio:latest")
+BENCH_SIZE_DIVISOR = envint("PLATTER_BENCH_SIZE_DIVISOR", 1)
+BENCH_RUNTIME_S = envint("PLATTER_BENCH_RUNTIME_S", 10)
+BENCH_IOENGINE = envstr("PLATTER_BENCH_IOENGINE", "libaio")
+# `bench_disks --set-kind`: random 4 KiB reads at queue depth 1 above this many IOPS mean SSD
+# (a spindle does 100-300).
+BENCH_SSD_MIN_IOPS = envint("PLATTER_BENCH_SSD_MIN_IOPS", 1000)
+# A disk is flagged slow when a result is below this percentage of the median of the disks of
+# the same kind on its node ("node") or in the whole pool ("pool").
+DISK_SLOW_PERCENT = envint("PLATTER_DISK_SLOW_PERCENT", 50)
+DISK_SLOW_SCOPE = envstr("PLATTER_DISK_SLOW_SCOPE", "node")
+
 # The lab: one machine standing in for several Platter nodes (see apps/lab).
 LAB_NODES = envint("PLATTER_LAB_NODES", 3)
 LAB_DISKS_PER_NODE = envint("PLATTER_LAB_DISKS", 6)
@@ -166,6 +181,8 @@ LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
 LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
 LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
+# The lab's fio image: the host's fio and its libraries on top of the base image.
+LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
 # Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.
 LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
 
