@@ -345,3 +345,17 @@ def test_beat_destroys_an_expired_lease_and_the_queue_takes_the_freed_disks(
         == []
     )
     wait_for(waiting.id, S.RUNNING)  # admitted as soon as the release committed
+
+
+def test_an_image_no_node_can_get_fails_the_launch_naming_image_and_node(
+    dispatching, lab_cleanup, alice, demo_version
+):
+    missing = "127.0.0.1:9/nowhere/missing:1"  # a registry that refuses at once
+    demo_version.image = missing
+    demo_version.save(update_fields=["image"])
+    cluster = services.launch(alice, demo_version, "imageless", {"size": 1})
+    cluster = wait_for(cluster.id, S.FAILED)
+    assert f"image {missing} is not on the node and could not be pulled" in cluster.reason
+    assert "node lab-" in cluster.reason
+    assert not Instance.objects.filter(active=True).exists()
+    assert not Disk.objects.filter(state=Disk.State.ALLOCATED).exists()
