@@ -1,0 +1,137 @@
+"""The web self-service in a real browser: Playwright driving Debian's Chromium against the
+live server, with the real Celery worker and the lab's nodes for the end-to-end launch.
+Screenshots of the main pages go to artifacts/web/ (not committed)."""
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from apps.clusters import services
+from apps.clusters.models import Cluster, DiskAllocation
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]  # fmt: skip
+SHOTS = Path(settings.BASE_DIR) / "artifacts" / "web"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (./platter installs it)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # still plain synchronous ones (the live server answers from its own thread).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def seeded(db):
+    """The demo and admin logins, the demo quota and the catalog, as `./platter run` has."""
+    call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def sign_in(page, username: str, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/")
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=SHOTS / f"{name}.png", full_page=True)
+
+
+@pytest.mark.lab
+def test_demo_launches_watches_it_run_and_destroys_it(
+    page, seeded, dispatching, lab_inventory, lab_cleanup
+):
+    sign_in(page, "demo", "demo-platter")
+    page.get_by_role("link", name="Catalog", exact=True).click()
+    shot(page, "catalog")
+    page.get_by_role("link", name="Launch Demo cluster 1.0").click()
+
+    page.get_by_label("Name").fill("web-demo")
+    page.get_by_label("Size").fill("1")  # htmx refreshes the preview as the user types
+    preview = page.locator("#preview")
+    preview.get_by_text("1 master, 1 worker").wait_for()
+    assert "Within your quota." in preview.inner_text()
+    shot(page, "launch")
+    page.get_by_role("button", name="Launch").click()
+
+    page.wait_for_url(re.compile(r"/clusters/\d+/$"))
+    cluster = Cluster.objects.get(name="web-demo")
+    badge = page.locator("#cluster-live > p [data-testid=state]")
+    badge.filter(has_text="running").wait_for(timeout=90_000)  # htmx polling, no reload
+    assert page.get_by_text("configured").count() or page.locator(".events li").count() > 2
+    page.get_by_text("master-0", exact=True).click()  # an instance's details
+    details = page.locator("details.instance[open]")
+    assert "/data/1" in details.inner_text()
+    shot(page, "cluster")
+    page.get_by_role("link", name="My clusters", exact=True).click()
+    shot(page, "clusters")
+    page.get_by_role("link", name="web-demo").click()
+
+    page.get_by_role("link", name="Destroy…").click()
+    page.get_by_label("Wipe it").check()
+    page.get_by_role("button", name="Destroy web-demo").click()
+    badge.filter(has_text="destroyed").wait_for(timeout=60_000)
+    assert not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
+
+
+def test_an_over_quota_launch_shows_the_quota_message_and_creates_nothing(page, seeded):
+    sign_in(page, "demo", "demo-platter")
+    page.goto("/catalog/demo/1.0/launch")
+    page.get_by_label("Size").fill("8")  # 9 instances; the demo quota allows 8
+    page.locator("#preview").get_by_text("Over your quota").wait_for()
+    page.get_by_role("button", name="Launch").click()
+    alert = page.get_by_role("alert")
+    assert "quota max_instances of user demo is 8" in alert.inner_text()
+    shot(page, "launch-over-quota")
+    assert not Cluster.objects.exists()
+
+
+def test_a_second_user_cannot_open_the_first_users_cluster(page, seeded, django_user_model):
+    from apps.catalog.models import ProductVersion
+
+    demo = django_user_model.objects.get(username="demo")
+    version = ProductVersion.objects.get(product__name="demo")
+    cluster = services.launch(demo, version, "private", {"size": 1})
+    django_user_model.objects.create_user("carol", password="carol-pass-123")
+
+    sign_in(page, "carol", "carol-pass-123")
+    response = page.goto(f"/clusters/{cluster.id}/")
+    assert response.status == 404
+    page.goto("/clusters/")
+    assert "private" not in page.inner_text("main")
+
+    sign_in(page, "demo", "demo-platter")
+    page.goto("/quota/")
+    shot(page, "quota")
+    page.goto("/tokens/")
+    shot(page, "tokens")
+    sign_in(page, "admin", "admin-platter")
+    page.goto("/capacity/")
+    shot(page, "capacity")
