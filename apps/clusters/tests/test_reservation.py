@@ -189,3 +189,53 @@ def test_a_drained_node_keeps_its_instances_but_takes_no_new_ones(alice):
     Node.objects.filter(id=node.id).update(state="draining")
     assert Instance.objects.get(cluster=cluster).active
     assert reserve(make_cluster(alice, wants(1)).id).cause == "capacity"
+
+
+def test_it_leaves_out_the_nodes_the_cluster_avoids(alice):
+    failed, good = make_node(), make_node()
+    cluster = make_cluster(alice, wants(1))
+    Cluster.objects.filter(id=cluster.id).update(avoid_nodes=[failed.id])
+    outcome = reserve(cluster.id)
+    assert [p.node_id for p in outcome.placements] == [good.id]
+    other = make_cluster(alice, wants(1))
+    Cluster.objects.filter(id=other.id).update(avoid_nodes=[failed.id, good.id])
+    assert reserve(other.id).cause == "capacity"
+
+
+def test_a_group_quota_is_checked_again_when_reserving(alice, bob):
+    from django.contrib.auth.models import Group
+
+    from apps.accounts.models import Quota
+
+    make_node()
+    team = Group.objects.create(name="team")
+    team.user_set.add(alice, bob)
+    first = make_cluster(alice, wants(1, cores=5))
+    second = make_cluster(bob, wants(1, cores=4))  # fits while the first holds nothing
+    Quota.objects.create(group=team, max_cores=8)
+    assert isinstance(reserve(first.id), Reservation)
+    outcome = reserve(second.id)
+    assert (outcome.cause, outcome.quota.scope, outcome.quota.used) == ("quota", "group team", 5)
+    assert "quota max_cores of group team is 8: asked 4, already using 5" in outcome.message
+
+
+def test_it_prepares_its_statements_unless_a_pooler_is_configured(alice, monkeypatch):
+    import psycopg
+    from django.db import connection
+
+    asked = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self, query, params=None, *, prepare=None, **kwargs):
+        if type(self) is psycopg.Cursor:  # the reservation's (Django's are client-side)
+            asked.append(prepare)
+        return execute(self, query, params, prepare=prepare, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    make_node()
+    assert isinstance(reserve(make_cluster(alice, wants(1)).id), Reservation)
+    assert asked and set(asked) == {True}
+    asked.clear()
+    monkeypatch.setitem(connection.settings_dict, "DISABLE_SERVER_SIDE_CURSORS", True)
+    assert isinstance(reserve(make_cluster(alice, wants(2, disks=3)).id), Reservation)
+    assert asked and set(asked) == {False}
