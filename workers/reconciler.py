@@ -23,6 +23,7 @@ from apps.inventory.models import Node
 
 from . import drivers
 from .drivers import NodeError
+from .lifecycle import parallel
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -44,10 +45,12 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     grace = settings.ORPHAN_GRACE_SECONDS if grace_seconds is None else grace_seconds
     report = Report()
     touched: set[int] = set()
-    for node in Node.objects.exclude(state=Node.State.MAINTENANCE):
-        try:
-            found = _list_containers(node)
-        except NodeError as error:
+    nodes = list(Node.objects.exclude(state=Node.State.MAINTENANCE))
+    # Ask every node at once: one that does not answer costs its timeout, not everyone's.
+    listings = parallel(_list_containers, nodes)
+    for node, found in zip(nodes, listings, strict=True):
+        if isinstance(found, Exception):
+            error = drivers.classify(node.name, found)
             report.unreachable.append(node.name)
             touched |= _node_failed(node, error, report)
             continue
