@@ -1,28 +1,91 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
 
 from apps.clusters.quotas import group_usage, user_usage
 
 from .models import LIMIT_FIELDS, Quota
 
 
-def _used_of(quota: Quota, limit: str) -> str:
+def _usage(quota: Quota) -> dict[str, int]:
     if not hasattr(quota, "_usage"):  # derived once per row, from active allocations
         quota._usage = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
+    return quota._usage
+
+
+def _used_of(quota: Quota, limit: str) -> str:
     maximum = getattr(quota, limit)
-    return f"{quota._usage[limit]} / {'unlimited' if maximum is None else maximum}"
+    return f"{_usage(quota)[limit]} / {'unlimited' if maximum is None else maximum}"
+
+
+def fullest(quota: Quota) -> float:
+    """The highest share of any set limit the quota's holder uses (0 when none is set)."""
+    used = _usage(quota)
+    shares = [used[name] / m if m else float(used[name] > 0) for name in LIMIT_FIELDS
+              if (m := getattr(quota, name)) is not None]  # fmt: skip
+    return max(shares, default=0.0)
+
+
+class UsageFilter(admin.SimpleListFilter):
+    """Usage is derived, not stored, so the filter computes it per quota (fine at admin scale)."""
+
+    title = "usage"
+    parameter_name = "usage"
+
+    def lookups(self, request, model_admin):
+        return [("over80", "Over 80% of a limit"), ("at_limit", "At a limit")]
+
+    def queryset(self, request, queryset):
+        threshold = {"over80": 0.8, "at_limit": 1.0}.get(self.value())
+        if threshold is None:
+            return queryset
+        ids = [q.id for q in queryset.select_related(None) if fullest(q) >= threshold]
+        return queryset.filter(id__in=ids)
+
+
+class LimitsForm(forms.Form):
+    """Limits to set on every selected quota; an empty box leaves that limit as it is."""
+
+    clear = forms.MultipleChoiceField(
+        choices=[(n, n) for n in LIMIT_FIELDS], required=False,
+        widget=forms.CheckboxSelectMultiple, label="Make unlimited",
+    )  # fmt: skip
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in LIMIT_FIELDS:
+            self.fields[name] = forms.IntegerField(min_value=0, required=False)
 
 
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
     list_display = ["__str__", *(f"usage_{name}" for name in LIMIT_FIELDS)]
     list_select_related = ["user", "group"]
+    list_filter = [UsageFilter]
     readonly_fields = ["current_usage"]
+    actions = ["set_limits"]
 
     def current_usage(self, quota: Quota) -> str:
         if quota.pk is None:
             return "-"
         used = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
         return ", ".join(f"{k.removeprefix('max_')}: {v}" for k, v in used.items())
+
+    @admin.action(description="Set limits of the selected quotas", permissions=["change"])
+    def set_limits(self, request, queryset):
+        form = LimitsForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            changes = {
+                n: v for n, v in form.cleaned_data.items() if n in LIMIT_FIELDS and v is not None
+            }
+            changes.update(dict.fromkeys(form.cleaned_data["clear"]))
+            count = queryset.update(**changes)
+            self.message_user(request, f"Set {', '.join(changes) or 'nothing'} on {count} quotas.",
+                              messages.SUCCESS)  # fmt: skip
+            return None
+        context = {**self.admin_site.each_context(request), "form": form, "quotas": queryset,
+                   "opts": self.model._meta, "title": "Set limits"}  # fmt: skip
+        return TemplateResponse(request, "admin/accounts/quota/set_limits.html", context)
 
 
 # One column per limit showing derived usage next to it.

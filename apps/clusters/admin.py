@@ -1,5 +1,6 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from . import services
 from .models import Cluster, ClusterEvent, DiskAllocation, Instance
 
 
@@ -46,6 +47,21 @@ class ClusterAdmin(ReadOnly):
     search_fields = ["name", "owner__username"]
     list_select_related = ["owner", "version__product"]
     inlines = [InstanceInline, EventInline]
+    actions = ["force_destroy"]
+
+    @admin.action(description="Force-destroy the selected clusters (wipe their data)")
+    def force_destroy(self, request, queryset):
+        # Through the services like any destroy: the worker removes containers and disks.
+        refused = []
+        for cluster in queryset:
+            try:
+                services.request_destroy(cluster.id, keep_data=False)
+            except services.StateConflict as exc:
+                refused.append(str(exc))
+        done = queryset.count() - len(refused)
+        self.message_user(request, f"Destroying {done} clusters.", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.ERROR)
 
 
 @admin.register(Instance)
