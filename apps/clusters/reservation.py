@@ -6,11 +6,14 @@ are taken with SKIP LOCKED, which never waits. The node locks make "free cores/m
 this node" true until commit; the partial unique constraints on allocations and addresses are
 the backstop.
 
-A reservation is three round trips and the commit (bench/reservation measures it):
+A reservation is nine statements in three round trips, then the commit (bench/reservation
+measures it):
 
-1. lock the cluster row and read its instances;
-2. lock the owner and their quotas, read their usage, take addresses, read candidate nodes;
-3. lock the chosen nodes, read what they have free, pick the disks and write everything.
+1. plan choice for this transaction (GENERIC_PLANS_SQL); lock the cluster row and read its
+   instances;
+2. lock the owner and their quotas; read their usage; take addresses; read candidate nodes;
+3. lock the chosen nodes; read what they have free; pick the disks and write everything
+   (disks, instances, allocations, the transition and its event: WRITE_SQL).
 
 The rules run in Python between round trips: quota limits (quotas.exceeded), which node each
 instance goes on (placement.assign), and whether the locked nodes still have room (else the

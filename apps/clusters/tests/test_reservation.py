@@ -239,3 +239,17 @@ def test_it_prepares_its_statements_unless_a_pooler_is_configured(alice, monkeyp
     monkeypatch.setitem(connection.settings_dict, "DISABLE_SERVER_SIDE_CURSORS", True)
     assert isinstance(reserve(make_cluster(alice, wants(2, disks=3)).id), Reservation)
     assert asked and set(asked) == {False}
+
+
+def test_candidates_leave_out_avoided_nodes_and_stop_at_the_window():
+    from apps.clusters import placement
+
+    nodes = [make_node() for _ in range(6)]
+    make_node(state="draining")
+    asked = wants(1, disks=2)
+    assert {f.node_id for f in placement.candidates(asked)} == {n.id for n in nodes}
+    found = placement.candidates(asked, avoid=[nodes[0].id, nodes[1].id])
+    assert {f.node_id for f in found} == {n.id for n in nodes[2:]}
+    assert {f.disks["hdd"] for f in found} == {12}
+    assert len(placement.candidates(asked, window=3)) == 3
+    assert placement.candidates(wants(1, kind="tape")) == []
