@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, TimeoutError
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -354,9 +355,10 @@ def start(cluster_id: int) -> str:
         return S.RUNNING
 
 
-def destroy(cluster_id: int, keep_data: bool = True) -> str:
-    """destroying → destroyed: containers removed, data wiped if asked, everything released.
-    Raises a transient NodeError when a node does not answer (the task retries later)."""
+def destroy(cluster_id: int) -> str:
+    """destroying → destroyed: containers removed, data wiped if the destroy asked for it,
+    everything released. Raises a transient NodeError when a node does not answer (the task
+    retries later)."""
     with cluster_lock(cluster_id, wait=settings.CLUSTER_LOCK_WAIT) as locked:
         if not locked:
             raise NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
@@ -366,9 +368,9 @@ def destroy(cluster_id: int, keep_data: bool = True) -> str:
         failures = _remove_all(cluster)
         if failures:
             raise NodeError(failures[0].node.name, failures[0].message, failures[0].transient)
-        if not keep_data:
+        if cluster.wipe_data:
             _wipe(cluster)
-        finish_destroy(cluster_id, keep_data=keep_data)
+        finish_destroy(cluster_id, keep_data=not cluster.wipe_data)
         return S.DESTROYED
 
 
@@ -402,3 +404,38 @@ def _wipe(cluster: Cluster) -> None:
         if isinstance(outcome, Exception):
             raise outcome
         record_event(cluster.id, f"wiped {len(job[1])} disks on {job[0].name}")
+
+
+# ------------------------------------------------------------------ stalled work
+
+
+def resume_stalled(older_than: float | None = None) -> list[int]:
+    """Hand clusters left mid-way (their task lost, e.g. with a broker restart) back to the
+    workers: any cluster in a working state for longer than STALL_SECONDS whose lock nobody
+    holds. The tasks are safe to run again, so this can never do a step twice."""
+    from django.utils import timezone
+
+    from apps.clusters import jobs
+
+    seconds = settings.STALL_SECONDS if older_than is None else older_than
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    stalled = (
+        Cluster.objects.filter(state=S.PLACING, placing_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.CONFIGURING, configuring_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.STOPPING, stopping_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.DESTROYING, destroying_at__lt=cutoff)
+    )
+    resumed = []
+    for cluster in stalled.order_by("id"):
+        with cluster_lock(cluster.id) as free:
+            if not free:
+                continue  # a worker is on it
+        if cluster.state == S.CONFIGURING and cluster.running_at is not None:
+            task = jobs.START  # a restart of a stopped cluster, not a first launch
+        else:
+            task = {S.PLACING: jobs.LAUNCH, S.CONFIGURING: jobs.LAUNCH, S.STOPPING: jobs.STOP,
+                    S.DESTROYING: jobs.DESTROY}[cluster.state]  # fmt: skip
+        record_event(cluster.id, f"{cluster.state} for over {seconds:.0f} s: resuming", WARNING)
+        jobs.dispatch(task, cluster.id)
+        resumed.append(cluster.id)
+    return resumed

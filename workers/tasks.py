@@ -54,9 +54,10 @@ def start_cluster(self, cluster_id: int) -> str:
 
 
 @shared_task(name="platter.destroy_cluster", bind=True)
-def destroy_cluster(self, cluster_id: int, keep_data: bool = True) -> str:
+def destroy_cluster(self, cluster_id: int) -> str:
+    """Whether to wipe the data is on the cluster (Cluster.wipe_data)."""
     try:
-        return lifecycle.destroy(cluster_id, keep_data)
+        return lifecycle.destroy(cluster_id)
     except NodeError as error:
         if error.transient and self.request.retries < settings.DESTROY_RETRIES:
             raise self.retry(
@@ -85,3 +86,9 @@ def bench_disks(node_id: int, set_kind: bool = False) -> str:
         return "node gone"
     report = bench_node(node, set_kind)
     return f"{len(report.measured)} measured, {len(report.failed)} failed, {report.flagged} slow"
+
+
+@shared_task(name="platter.resume_stalled")
+def resume_stalled() -> list[int]:
+    """Re-dispatch clusters whose task was lost; run by beat."""
+    return lifecycle.resume_stalled()

@@ -39,6 +39,8 @@ class Cluster(models.Model):
     # Nodes that failed while this cluster was being placed; re-placement avoids them.
     avoid_nodes = models.JSONField(default=list, blank=True)
     placement_attempts = models.PositiveSmallIntegerField(default=0)
+    # Set when a destroy asks to wipe the data, so a retried or resumed destroy knows.
+    wipe_data = models.BooleanField(default=False)
     # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
     created = models.DateTimeField(auto_now_add=True)
     placing_at = models.DateTimeField(null=True, blank=True)

@@ -121,17 +121,22 @@ def request_destroy(cluster_id: int, keep_data: bool = True) -> str:
         return S.DESTROYED
     live = [s for s in LIVE_STATES if s not in (S.QUEUED, S.DESTROYING)] + [S.FAILED]
     how = "data kept" if keep_data else "data will be wiped"
-    if not transition(cluster_id, live, S.DESTROYING, how):
-        state = _state(cluster_id)
-        if state in (S.DESTROYING, S.DESTROYED):
-            return state
-        raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
-    jobs.dispatch(jobs.DESTROY, cluster_id, keep_data)
+    with transaction.atomic():
+        if not transition(cluster_id, live, S.DESTROYING, how):
+            state = _state(cluster_id)
+            if state in (S.DESTROYING, S.DESTROYED):
+                return state
+            raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
+        Cluster.objects.filter(id=cluster_id).update(wipe_data=not keep_data)
+        jobs.dispatch(jobs.DESTROY, cluster_id)
     return S.DESTROYING
 
 
-def finish_destroy(cluster_id: int, keep_data: bool = True) -> bool:
-    """Release everything the cluster held and mark it destroyed (its containers are gone)."""
+def finish_destroy(cluster_id: int, keep_data: bool | None = None) -> bool:
+    """Release everything the cluster held and mark it destroyed (its containers are gone);
+    the data is kept unless the destroy asked for a wipe."""
+    if keep_data is None:
+        keep_data = not Cluster.objects.filter(id=cluster_id, wipe_data=True).exists()
     release(cluster_id, keep_data=keep_data)
     return transition(cluster_id, S.DESTROYING, S.DESTROYED)
 

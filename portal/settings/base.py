@@ -121,6 +121,10 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30.0}
+CELERY_BEAT_SCHEDULE["resume-stalled"] = {"task": "platter.resume_stalled", "schedule": 60.0}
+# A cluster in a working state (placing, configuring, stopping, destroying) this long with no
+# worker on it lost its task: beat hands it to the workers again.
+STALL_SECONDS = envint("PLATTER_STALL_SECONDS", 600)
 # Cluster work (launch, stop, start, destroy) goes to the workers once the request commits.
 # Tests turn it off unless they run a worker, so no test leaves work in the queue.
 DISPATCH_CLUSTER_TASKS = envbool("PLATTER_DISPATCH_CLUSTER_TASKS", True)

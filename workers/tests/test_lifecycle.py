@@ -19,7 +19,7 @@ from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.inventory.models import Disk, Node
 from apps.lab import daemons, host
 from apps.lab.nodes import lab_nodes
-from workers import drivers, reconciler
+from workers import drivers, lifecycle, reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
@@ -359,3 +359,26 @@ def test_an_image_no_node_can_get_fails_the_launch_naming_image_and_node(
     assert "node lab-" in cluster.reason
     assert not Instance.objects.filter(active=True).exists()
     assert not Disk.objects.filter(state=Disk.State.ALLOCATED).exists()
+
+
+def test_a_cluster_whose_task_was_lost_is_resumed_by_beat(
+    dispatching, lab_cleanup, alice, demo_version, settings
+):
+    settings.DISPATCH_CLUSTER_TASKS = False  # the launch task "gets lost"
+    cluster = services.launch(alice, demo_version, "forgotten", {"size": 1})
+    from apps.clusters.reservation import reserve
+
+    reserve(cluster.id)
+    assert lifecycle.resume_stalled(older_than=60) == []  # not stalled long enough yet
+
+    settings.DISPATCH_CLUSTER_TASKS = True
+    assert lifecycle.resume_stalled(older_than=0) == [cluster.id]
+    wait_for(cluster.id, S.RUNNING)
+    assert cluster.events.filter(message__contains="resuming").count() == 1
+
+    settings.DISPATCH_CLUSTER_TASKS = False  # and now the destroy task "gets lost"
+    services.request_destroy(cluster.id, keep_data=False)
+    settings.DISPATCH_CLUSTER_TASKS = True
+    assert lifecycle.resume_stalled(older_than=0) == [cluster.id]
+    wait_for(cluster.id, S.DESTROYED)
+    assert cluster.events.filter(message__startswith="wiped 1 disks").count() == 2

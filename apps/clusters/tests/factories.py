@@ -62,4 +62,4 @@ def destroy_now(cluster_id: int, keep_data: bool = True) -> None:
     from apps.clusters.services import finish_destroy, request_destroy
 
     if request_destroy(cluster_id, keep_data=keep_data) == Cluster.State.DESTROYING:
-        finish_destroy(cluster_id, keep_data=keep_data)
+        finish_destroy(cluster_id)  # reads the wipe the request recorded
