@@ -23,15 +23,15 @@ from .drivers import NodeError
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-SEQ_FILE, RAND_FILE = ".platter-bench-seq", ".platter-bench-rand"
-# (job name, Disk field, fio options); jobs run one after the other (stonewall), the last job
-# on each file removes it.
+# (job name, Disk field, fio options); jobs run one after the other (stonewall). Reads get
+# files of their own that fio lays out with real data: a file a write job fallocated has
+# unwritten extents wherever the timed write did not reach, and reading those is free.
 JOBS = (
-    ("seq-write", "seq_write_mbps", "--rw=write --bs=1M --iodepth=1"),
+    ("seq-write", "seq_write_mbps", "--rw=write --bs=1M --iodepth=1 --unlink=1"),
     ("seq-read", "seq_read_mbps", "--rw=read --bs=1M --iodepth=1 --unlink=1"),
     ("rand-write-qd1", "rand_write_iops_qd1", "--rw=randwrite --bs=4k --iodepth=1"),
     ("rand-read-qd1", "rand_read_iops_qd1", "--rw=randread --bs=4k --iodepth=1"),
-    ("rand-write-qd64", "rand_write_iops_qd64", "--rw=randwrite --bs=4k --iodepth=64"),
+    ("rand-write-qd64", "rand_write_iops_qd64", "--rw=randwrite --bs=4k --iodepth=64 --unlink=1"),
     ("rand-read-qd64", "rand_read_iops_qd64", "--rw=randread --bs=4k --iodepth=64 --unlink=1"),
 )
 
@@ -118,7 +118,7 @@ def fio_arguments(directory: str, ioengine: str, size_divisor: int, runtime_s: i
         seq = name.startswith("seq")
         argv += [
             f"--name={name}", "--stonewall",
-            f"--filename={SEQ_FILE if seq else RAND_FILE}",
+            f"--filename=.platter-bench-{name.split('-qd')[0]}",
             f"--size={seq_size if seq else rand_size}M", *options.split(),
         ]  # fmt: skip
     return argv
