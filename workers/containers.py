@@ -39,7 +39,6 @@ class ContainerPlan:
     cores: int
     memory_mb: int
     binds: list[str]
-    disks: list[Disk]
     capabilities: list[str]
     extra_hosts: dict[str, str]
     user: str = ""
@@ -167,7 +166,6 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
                     f"{disk.mount_path}/{folder}:/data/{n}:rw"
                     for n, disk in enumerate(disks, start=1)
                 ],
-                disks=disks,
                 capabilities=list(version.capabilities or []),
                 extra_hosts=members,
                 user=roles.get(instance.role, {}).get("user", ""),

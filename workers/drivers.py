@@ -74,7 +74,7 @@ def call(node: Node, action: Callable[[], T], what: str) -> T:
     raise AssertionError("unreachable")
 
 
-_clients: dict[tuple[int, str, int | None], docker.DockerClient] = {}
+_clients: dict[tuple[int, str], docker.DockerClient] = {}
 _lock = threading.Lock()
 
 
@@ -111,14 +111,13 @@ def connect(endpoint: str, tls_dir: str = "", timeout: int | None = None) -> doc
     return client
 
 
-def client_for(node: Node, timeout: int | None = None) -> docker.DockerClient:
-    """The cached client of a node (one per timeout: long configuration steps get their
-    own); a changed endpoint gets a fresh one."""
-    key = (node.pk, node.endpoint, timeout)
+def client_for(node: Node) -> docker.DockerClient:
+    """The cached client of a node; a changed endpoint gets a fresh one."""
+    key = (node.pk, node.endpoint)
     with _lock:
         client = _clients.get(key)
     if client is None:
-        client = connect(node.endpoint, node.tls_dir, timeout)
+        client = connect(node.endpoint, node.tls_dir)
         with _lock:
             _clients[key] = client
     return client
@@ -139,9 +138,8 @@ def ensure_image(node: Node, image: str) -> None:
         return
     except (NotFound, ImageNotFound):
         pass
-    repository, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
-    try:
-        call(node, lambda: client.api.pull(repository, tag=tag or "latest"), f"pull {image}")
+    try:  # the SDK splits off the tag (or digest) itself, defaulting to latest
+        call(node, lambda: client.api.pull(image), f"pull {image}")
     except (NotFound, ImageNotFound, NodeError) as error:
         reason = getattr(error, "message", None) or str(error)
         raise NodeError(

@@ -30,7 +30,7 @@ def plan(**changes) -> ContainerPlan:
         instance_id=7, node=None, name="site-c3-worker-0", image="img:1", hostname="worker-0",
         address="10.0.0.5", command=["run"], environment={"A": "1"},
         labels={"platter.site": "site", "platter.instance": "7"}, cores=2, memory_mb=512,
-        binds=["/disks/d1/site/cluster-3:/data/1:rw"], disks=[], capabilities=["NET_RAW"],
+        binds=["/disks/d1/site/cluster-3:/data/1:rw"], capabilities=["NET_RAW"],
         extra_hosts={"worker-0": "10.0.0.5", "master-0": "10.0.0.4"},
     )  # fmt: skip
     return ContainerPlan(**{**values, **changes})
