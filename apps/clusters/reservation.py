@@ -36,7 +36,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.inventory.models import Address, Disk, Network, Node
+from apps.inventory.models import Address, Disk, Node
+from apps.inventory.services import cluster_network
 
 from . import placement, quotas
 from .models import Cluster, DiskAllocation, Instance
@@ -231,19 +232,12 @@ RETURNING id
 def _enough_addresses(rows: list[tuple], count: int) -> list[int]:
     addresses = sorted(row[0] for row in rows)
     if len(addresses) < count:
-        network = _network()
+        network = cluster_network()
         if network is None:
             raise _Rejected("network", "no network is configured for cluster addresses")
         free = len(addresses)
         raise _Rejected("capacity", f"needs {count} addresses on {network.name}; {free} free")
     return addresses
-
-
-def _network() -> Network | None:
-    networks = Network.objects.order_by("id")
-    if settings.SCHEDULER_NETWORK:
-        networks = networks.filter(name=settings.SCHEDULER_NETWORK)
-    return networks.first()
 
 
 LOCK_NODES_SQL = (

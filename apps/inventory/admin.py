@@ -1,21 +1,9 @@
 from django.contrib import admin, messages
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 
+from .capacity import active_sum
 from .models import Address, Disk, Network, Node
 from .services import set_node_state
-
-
-def _active_sum(field: str):
-    from apps.clusters.models import Instance
-
-    used = (
-        Instance.objects.filter(node=OuterRef("pk"), active=True)
-        .values("node")
-        .annotate(total=Sum(field))
-        .values("total")
-    )
-    return Coalesce(Subquery(used, output_field=IntegerField()), 0)
 
 
 @admin.register(Node)
@@ -30,8 +18,8 @@ class NodeAdmin(admin.ModelAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                used_cores=_active_sum("cores"),
-                used_memory=_active_sum("memory_mb"),
+                used_cores=active_sum("cores"),
+                used_memory=active_sum("memory_mb"),
                 free_disks=Count("disks", filter=Q(disks__state="available")),
                 all_disks=Count("disks"),
             )

@@ -2,11 +2,24 @@
 
 from dataclasses import dataclass
 
-from django.db.models import Prefetch
+from django.db.models import IntegerField, OuterRef, Prefetch, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from apps.clusters.models import DiskAllocation, Instance
 
 from .models import Disk, Node
+
+
+def active_sum(field: str) -> Coalesce:
+    """An annotation for a Node queryset: the sum of `field` (cores, memory_mb) over the
+    node's active instances, 0 when none."""
+    used = (
+        Instance.objects.filter(node=OuterRef("pk"), active=True)
+        .values("node")
+        .annotate(total=Sum(field))
+        .values("total")
+    )
+    return Coalesce(Subquery(used, output_field=IntegerField()), 0)
 
 
 @dataclass(frozen=True)

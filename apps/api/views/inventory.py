@@ -1,7 +1,6 @@
 """Admin only: nodes (capacity, free, drain), disks (state, holder) and quotas."""
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Prefetch, Q, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -9,24 +8,15 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
 
 from apps.accounts.models import Quota
-from apps.clusters.models import DiskAllocation, Instance
+from apps.clusters.models import DiskAllocation
 from apps.clusters.quotas import DISK_KINDS
+from apps.inventory.capacity import active_sum
 from apps.inventory.models import Disk, Node
 from apps.inventory.services import set_node_state
 
 from ..filters import DiskFilter, NodeFilter
 from ..permissions import IsAdmin
 from ..serializers.inventory import DiskSerializer, NodeSerializer, QuotaSerializer
-
-
-def _active_sum(field: str):
-    used = (
-        Instance.objects.filter(node=OuterRef("pk"), active=True)
-        .values("node")
-        .annotate(total=Sum(field))
-        .values("total")
-    )
-    return Coalesce(Subquery(used, output_field=IntegerField()), 0)
 
 
 class NodeViewSet(ReadOnlyModelViewSet):
@@ -42,7 +32,7 @@ class NodeViewSet(ReadOnlyModelViewSet):
                 "disks", filter=Q(disks__kind=kind, disks__state=Disk.State.AVAILABLE)
             )
         return Node.objects.annotate(
-            used_cores=_active_sum("cores"), used_memory=_active_sum("memory_mb"), **per_kind
+            used_cores=active_sum("cores"), used_memory=active_sum("memory_mb"), **per_kind
         ).order_by("name")
 
     def _set_state(self, state: str) -> Response:
