@@ -60,6 +60,16 @@ def cluster_lock(cluster_id: int, wait: float = 0) -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, cluster_id])
 
 
+@contextlib.contextmanager
+def _working_on(cluster_id: int) -> Iterator[None]:
+    """The cluster's lock for stop/start/destroy, waiting a while for a worker still on it;
+    still busy is a transient error, so the task retries later."""
+    with cluster_lock(cluster_id, wait=settings.CLUSTER_LOCK_WAIT) as locked:
+        if not locked:
+            raise NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
+        yield
+
+
 def parallel(action: Callable, items: list, timeout: float | None = None) -> list:
     """action(item) for every item at once; each result is a value or the exception raised."""
     if not items:
@@ -309,9 +319,7 @@ def _set_instances(cluster_id: int, state: str) -> None:
 
 def stop(cluster_id: int) -> str:
     """stopping → stopped: every container stopped; disks, addresses and nodes stay held."""
-    with cluster_lock(cluster_id, wait=settings.CLUSTER_LOCK_WAIT) as locked:
-        if not locked:
-            raise NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
+    with _working_on(cluster_id):
         cluster = Cluster.objects.get(id=cluster_id)
         if cluster.state != S.STOPPING:
             return cluster.state
@@ -336,9 +344,7 @@ def stop(cluster_id: int) -> str:
 def start(cluster_id: int) -> str:
     """configuring (asked by request_start) → running: the same containers started again
     (re-created if a node lost them), on the same nodes and disks."""
-    with cluster_lock(cluster_id, wait=settings.CLUSTER_LOCK_WAIT) as locked:
-        if not locked:
-            raise NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
+    with _working_on(cluster_id):
         cluster = Cluster.objects.select_related("version").get(id=cluster_id)
         if cluster.state != S.CONFIGURING:
             return cluster.state
@@ -359,9 +365,7 @@ def destroy(cluster_id: int) -> str:
     """destroying → destroyed: containers removed, data wiped if the destroy asked for it,
     everything released. Raises a transient NodeError when a node does not answer (the task
     retries later)."""
-    with cluster_lock(cluster_id, wait=settings.CLUSTER_LOCK_WAIT) as locked:
-        if not locked:
-            raise NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
+    with _working_on(cluster_id):
         cluster = Cluster.objects.get(id=cluster_id)
         if cluster.state != S.DESTROYING:
             return cluster.state

@@ -82,15 +82,17 @@ def _node_failed(node: Node, error: NodeError, report: Report) -> set[int]:
         report.marked_down.append(node.name)
         log.warning("node %s marked down: %s", node.name, error)
     for instance in _watched_instances(node).filter(state=Instance.State.RUNNING):
-        Instance.objects.filter(id=instance.id).update(state=Instance.State.LOST)
-        record_event(
-            instance.cluster_id,
-            f"{instance.hostname} lost: node {node.name} does not answer ({error.message})",
-            ClusterEvent.Level.ERROR,
-        )
-        report.lost.append(f"{instance.cluster_id}/{instance.hostname}")
-        touched.add(instance.cluster_id)
+        why = f"lost: node {node.name} does not answer ({error.message})"
+        touched.add(_mark_lost(instance, f"{instance.hostname} {why}", report))
     return touched
+
+
+def _mark_lost(instance: Instance, message: str, report: Report) -> int:
+    """Record an instance as lost, with the event saying why; returns its cluster id."""
+    Instance.objects.filter(id=instance.id).update(state=Instance.State.LOST)
+    record_event(instance.cluster_id, message, ClusterEvent.Level.ERROR)
+    report.lost.append(f"{instance.cluster_id}/{instance.hostname}")
+    return instance.cluster_id
 
 
 def _node_answered(node: Node, report: Report) -> None:
@@ -114,14 +116,8 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
         running = container is not None and container["State"] == "running"
         if not running and instance.state != Instance.State.LOST:
             why = f"exited ({container['Status']})" if container else "vanished"
-            Instance.objects.filter(id=instance.id).update(state=Instance.State.LOST)
-            record_event(
-                instance.cluster_id,
-                f"{instance.hostname}'s container on {node.name} {why}",
-                ClusterEvent.Level.ERROR,
-            )
-            report.lost.append(f"{instance.cluster_id}/{instance.hostname}")
-            touched.add(instance.cluster_id)
+            message = f"{instance.hostname}'s container on {node.name} {why}"
+            touched.add(_mark_lost(instance, message, report))
         elif running and instance.state == Instance.State.LOST:
             Instance.objects.filter(id=instance.id).update(state=Instance.State.RUNNING)
             record_event(instance.cluster_id, f"{instance.hostname} runs again on {node.name}")
