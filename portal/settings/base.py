@@ -18,6 +18,9 @@ SECRET_KEY = envstr("SECRET_KEY", "")
 DEBUG = envbool("DEBUG", False)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", [])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+# Reverse proxies in front of the portal: the client address (logs, audit, sign-in lock-out)
+# is the entry the outermost of them appended to X-Forwarded-For; 0 = use REMOTE_ADDR.
+TRUSTED_PROXY_HOPS = envint("PLATTER_TRUSTED_PROXY_HOPS", 0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -37,6 +40,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.context.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
