@@ -57,6 +57,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     from django.conf import settings
 
     from portal.celery import app
+    from portal.queues import ALL_QUEUES
 
     env = {
         **os.environ,
@@ -76,6 +77,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
             "-A",
             "portal",
             "worker",
+            "-Q",
+            ",".join(ALL_QUEUES),
             "-P",
             "threads",
             "-c",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from portal import devservers
+from portal.queues import ALL_QUEUES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -80,7 +81,7 @@ def run(stack: Stack) -> int:
     schedule = str(devservers.STATE_DIR / "celerybeat-schedule")
     commands = [
         [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS],
-        [*celery, "worker", "-l", "info", "-c", "4", "-n", "platter@%h"],
+        [*celery, "worker", "-Q", ",".join(ALL_QUEUES), "-c", "4", "-n", "platter@%h"],
         [*celery, "beat", "-l", "info", "-s", schedule],
     ]
     children = [subprocess.Popen(command, cwd=BASE_DIR) for command in commands]
