@@ -25,9 +25,11 @@ def address_range(network: Network) -> list[str]:
 
 
 def sync_addresses(network: Network) -> int:
-    """Create the Address rows of the network's range that are missing; never deletes held
-    ones (a shrunk range leaves them until released). Returns how many were created."""
+    """Create the Address rows of the network's range that are missing and drop the free ones
+    outside it; held ones stay until released (the next sync drops them). Returns how many
+    were created."""
     wanted = address_range(network)
+    Address.objects.filter(network=network, held=False).exclude(ip__in=wanted).delete()
     existing = set(Address.objects.filter(network=network).values_list("ip", flat=True))
     missing = [Address(network=network, ip=ip) for ip in wanted if ip not in existing]
     Address.objects.bulk_create(missing, batch_size=5000, ignore_conflicts=True)

@@ -126,15 +126,26 @@ def ensure_image(node: LabNode, tar_path: Path, image: str = "") -> None:
     )
 
 
+# A lab node holds at most LAB_DISKS_PER_NODE instances; 28 addresses cover 4 full nodes.
+LAB_FIRST_ADDRESS_INDEX = 9
+LAB_ADDRESSES_PER_SLOT = 28
+
+
 def lab_network_spec() -> dict:
     subnet = ipaddress.ip_network(settings.LAB_SUBNET)
     hosts = list(subnet.hosts())
+    # Portals sharing the lab (the dev portal, parallel test runs) each hand out their own
+    # slice of the subnet, so their containers never claim the same address on the bridge.
+    first = LAB_FIRST_ADDRESS_INDEX + settings.LAB_ADDRESS_SLOT * LAB_ADDRESSES_PER_SLOT
+    last = first + LAB_ADDRESSES_PER_SLOT - 1
+    if last >= len(hosts) - 1:
+        raise ValueError(f"PLATTER_LAB_ADDRESS_SLOT={settings.LAB_ADDRESS_SLOT} is past {subnet}")
     return {
         "name": "lab",
         "subnet": str(subnet),
         "gateway": str(hosts[0]),
-        "first_address": str(hosts[9]),
-        "last_address": str(hosts[-6]),
+        "first_address": str(hosts[first]),
+        "last_address": str(hosts[last]),
     }
 
 

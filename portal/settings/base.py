@@ -188,6 +188,9 @@ LAB_SSD_PER_NODE = envint("PLATTER_LAB_SSD_PER_NODE", 2)
 LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
 LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
 LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
+# Which slice of LAB_SUBNET this portal's lab network hands out (0-7): test runs sharing the
+# lab use their own slice (see test.py), so their addresses never collide with the dev portal.
+LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # The lab's fio image: the host's fio and its libraries on top of the base image.
 LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")

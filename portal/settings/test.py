@@ -1,6 +1,6 @@
 """Tests: the same real services as development."""
 
-from portal.env import envbool, envstr
+from portal.env import envbool, envint, envstr
 
 from .dev import *  # noqa: F403
 from .dev import DATABASES, REDIS_URL
@@ -22,6 +22,9 @@ CACHES = {
         "LOCATION": _TEST_REDIS_URL,
     }
 }
+
+# ...and a slice of the lab's subnet of its own (the dev portal uses slice 0).
+LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", int(envstr("PLATTER_TEST_REDIS_DB", "1")) % 8)
 
 # Only tests that run a real worker dispatch cluster tasks (see conftest's `dispatching`).
 DISPATCH_CLUSTER_TASKS = envbool("PLATTER_DISPATCH_CLUSTER_TASKS", False)
