@@ -16,10 +16,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from apps.inventory import pki
 from apps.inventory.models import Disk, Network, Node
 from workers.discovery import KIND_FILE
 
-from . import host, pki, ssh
+from . import host, ssh
 from .daemons import local_client, start_dockerd, stop_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
@@ -35,12 +36,12 @@ from .nodes import LabNode, bridge_name, disk_kind, lab_nodes, run_dir, state_di
 def ensure_pki(nodes: list[LabNode]) -> None:
     pki_dir = state_dir() / "pki"
     ca_dir = pki_dir / "ca"
-    pki.ensure_ca(ca_dir)
+    pki.ensure_ca(ca_dir, "Platter lab CA")
     if not (pki_dir / "client" / "cert.pem").exists():
         pki.issue(ca_dir, pki_dir / "client", "platter-portal", client=True)
     for node in nodes:
         if not node.over_ssh and not (pki_dir / node.name / "cert.pem").exists():
-            pki.issue(ca_dir, pki_dir / node.name, node.name, server_ips=[node.address])
+            pki.issue(ca_dir, pki_dir / node.name, node.name, server_names=[node.address])
 
 
 # ---------------------------------------------------------------- disks

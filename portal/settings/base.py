@@ -291,3 +291,85 @@ SPECTACULAR_SETTINGS = {
 
 # The web self-service (server-rendered pages, htmx from django-htmx's static files).
 INSTALLED_APPS += ["apps.web"]
+
+# ---------------------------------------------------------------- security (issue 8, part A)
+# Content-Security-Policy in every environment, so dev and the browser tests see what
+# production serves: scripts and styles only from our own static files (htmx included), no
+# inline code, no framing, forms post only to us. The API docs pages relax it for themselves
+# (apps/api/urls.py).
+from datetime import timedelta  # noqa: E402
+
+from csp.constants import NONE, SELF  # noqa: E402
+
+MIDDLEWARE += ["csp.middleware.CSPMiddleware"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],  # the admin's and the API browser's icons are data: URLs
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Sign-in lock-out (django-axes): after AXES_FAILURE_LIMIT failures for one (username, client
+# address) pair, that pair is refused (429) for the cool-off, on /accounts/login/ and on the
+# admin's login alike; another user from the same address, or the same user from elsewhere,
+# is not. The address is the one logs and the audit log record (portal.context.address_of).
+# Staff see and reset lock-outs in the admin (Axes > Access attempts).
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: turns a lock-out into the 429 page
+AUTHENTICATION_BACKENDS = [
+    "portal.signin.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("PLATTER_SIGNIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("PLATTER_SIGNIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "portal.context.address_of"
+AXES_LOCKOUT_CALLABLE = "portal.signin.lockout_response"  # 429 page with Retry-After
+AXES_RESET_ON_SUCCESS = True
+# A failure while locked out does not start the cool-off again: a locked user knows when to
+# come back, and an attacker gains nothing by trying (the pair stays refused meanwhile).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+
+# Sessions: a sign-in lasts a working day, and the session cookie is never readable by
+# scripts. prod.py adds Secure to every cookie.
+SESSION_COOKIE_AGE = envint("PLATTER_SESSION_HOURS", 12) * 3600
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# ---------------------------------------------------------------- nodes and queues (issue 8, D)
+# The portal's CA and client certificate for nodes (manage.py node_certs): private keys live
+# in these files (0600, folder 0700), never in the database.
+PKI_DIR = Path(envstr("PLATTER_PKI_DIR", str(STATE_DIR / "pki")))
+# A helper container (disk discovery, wipe, fio benchmark) may run this long (seconds) before
+# the worker stops waiting for it.
+NODE_HELPER_TIMEOUT = envint("PLATTER_NODE_HELPER_TIMEOUT", 1800)
+# Queues by kind of work (portal/queues.py says why): a slow node or a long benchmark only
+# delays work of its own kind. Hard time limits are the last resort against a call that hangs
+# (image pulls have no timeout in the Docker SDK); they need the prefork pool, the default of
+# `celery worker`. A killed cluster task leaves its cluster to beat's resume_stalled.
+from portal.queues import TASK_QUEUES  # noqa: E402
+
+CELERY_TASK_ROUTES = {name: {"queue": queue} for name, queue in TASK_QUEUES.items()}
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+_TIME_LIMITS = {
+    "clusters": envint("PLATTER_CLUSTER_TASK_TIME_LIMIT", 1800),
+    "nodes": envint("PLATTER_NODE_TASK_TIME_LIMIT", 4 * 3600),
+    "periodic": envint("PLATTER_PERIODIC_TASK_TIME_LIMIT", 300),
+}
+CELERY_TASK_ANNOTATIONS = {
+    name: {"time_limit": _TIME_LIMITS[queue]} for name, queue in TASK_QUEUES.items()
+}
+# A beat message nobody took before the next one is due is dropped, so workers that were
+# away do not come back to a pile of identical passes.
+for _entry in CELERY_BEAT_SCHEDULE.values():
+    _entry.setdefault("options", {})["expires"] = _entry["schedule"]

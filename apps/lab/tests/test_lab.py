@@ -14,8 +14,8 @@ import pytest
 import requests
 from django.conf import settings
 
+from apps.inventory import pki
 from apps.inventory.models import Disk, Network, Node
-from apps.lab import pki
 from apps.lab.host import mounted_device
 from apps.lab.nodes import state_dir
 from workers import drivers
