@@ -1,5 +1,11 @@
+from csp.constants import SELF, UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 from rest_framework.routers import SimpleRouter
 
 from .views.clusters import ClusterViewSet
@@ -18,6 +24,11 @@ router.register("nodes", NodeViewSet, basename="node")
 router.register("disks", DiskViewSet, basename="disk")
 router.register("quotas", QuotaViewSet, basename="quotas")
 
+# The docs pages keep the portal's CSP for scripts (the Swagger UI's start-up script is served
+# as a file by the split view) but their bundles set inline styles, and Redoc runs its search
+# in a blob: worker: those two, on these two pages only.
+docs_csp = csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})
+
 LONG = "clusters/<str:username>/<str:product>/<str:version>/<int:pk>"
 
 urlpatterns = [
@@ -33,7 +44,9 @@ urlpatterns = [
         for verb in ("stop", "start", "extend")
     ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path(
+        "docs/", docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"
+    ),
+    path("redoc/", docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
     *router.urls,
 ]

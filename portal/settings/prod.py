@@ -1,6 +1,9 @@
 """Production: everything secret or site-specific comes from the environment.
 
-Passes ``manage.py check --deploy`` with no warnings when SECRET_KEY and ALLOWED_HOSTS are set.
+Secrets (SECRET_KEY, DATABASE_URL, REDIS_URL, PLATTER_METRICS_TOKEN) are read from
+``NAME_FILE`` when it is set (e.g. /run/secrets/...), else from ``NAME``; none has a default
+here, and the development key is refused. Passes ``manage.py check --deploy --fail-level
+WARNING`` when SECRET_KEY and ALLOWED_HOSTS are set.
 """
 
 from django.core.exceptions import ImproperlyConfigured
@@ -10,13 +13,26 @@ from portal.env import envbool, envint
 from .base import *  # noqa: F403
 from .base import ALLOWED_HOSTS, SECRET_KEY
 
+# Keys that must never sign production sessions: dev.py's and Django's startproject ones.
+_PUBLIC_KEY_MARKERS = ("dev-only", "insecure")
+
 if len(SECRET_KEY) < 50:
     raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must hold at least 50 characters")
+if any(marker in SECRET_KEY for marker in _PUBLIC_KEY_MARKERS):
+    raise ImproperlyConfigured("SECRET_KEY is a development key; generate a secret one")
 if not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must name the host names the portal answers on")
+# Refused rather than ignored, so a deployment that asks for it finds out at once.
+if envbool("DEBUG", False):
+    raise ImproperlyConfigured("DEBUG is never on in production: unset DEBUG")
 
 DEBUG = False
+
+# HTTPS only: plain HTTP is redirected (the proxy in front says which scheme the client used),
+# browsers are told to never try HTTP again, and cookies never travel without TLS. The health
+# check stays reachable over plain HTTP for load balancers.
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
@@ -26,3 +42,12 @@ CSRF_COOKIE_SECURE = True
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# Logs as JSON lines for the log collector unless PLATTER_LOG_FORMAT says otherwise (plain).
+from portal.env import envstr  # noqa: E402
+
+from .base import LOGGING  # noqa: E402
+
+LOG_FORMAT = envstr("PLATTER_LOG_FORMAT", "json")
+LOGGING["handlers"]["console"]["formatter"] = LOG_FORMAT
