@@ -1,4 +1,35 @@
-"""The Celery queues, kept free of imports so `./platter` can read them before the venv exists."""
+"""The Celery queues, kept free of imports so `./platter` can read them before the venv exists.
+
+Work is split by how long it may take, so a slow node or a long job only ever delays work of
+its own kind (production runs one or more workers per queue, deploy/systemd):
+
+- clusters: launch, stop, start, destroy. What a user waits for; seconds each, bounded by the
+  node API timeout. Run enough worker slots that one silent node (a launch retrying it for
+  NODE_API_TIMEOUT x NODE_API_RETRIES) does not hold up everyone.
+- nodes: long jobs on one node (fio disk benchmarks: minutes per disk).
+- periodic: beat's passes (reconcile, expire leases, admit queued clusters, resume stalled
+  ones). A reconcile pass asks every node at once and takes one node timeout at worst; it
+  must not wait behind launches, nor launches behind it.
+- celery: Celery's default queue, for anything unrouted (the health check's ping).
+"""
+
+CLUSTERS = "clusters"
+NODES = "nodes"
+PERIODIC = "periodic"
+DEFAULT = "celery"
 
 # Every queue a worker started by `./platter run` or the tests consumes (`celery worker -Q`).
-ALL_QUEUES = ["celery"]
+ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, DEFAULT]
+
+# Task name -> queue (settings.CELERY_TASK_ROUTES is built from it).
+TASK_QUEUES = {
+    "platter.launch_cluster": CLUSTERS,
+    "platter.stop_cluster": CLUSTERS,
+    "platter.start_cluster": CLUSTERS,
+    "platter.destroy_cluster": CLUSTERS,
+    "platter.bench_disks": NODES,
+    "platter.reconcile": PERIODIC,
+    "platter.expire_leases": PERIODIC,
+    "platter.admit_queued": PERIODIC,
+    "platter.resume_stalled": PERIODIC,
+}

@@ -214,7 +214,12 @@ def run_helper(
     )  # fmt: skip
     try:
         call(node, lambda: api.start(container["Id"]), "start a helper container")
-        status = call(node, lambda: api.wait(container["Id"]), "wait for a helper container")
+        # The SDK's wait has no timeout of its own: a helper stuck on a hung disk would hold
+        # its worker slot for good.
+        status = call(
+            node, lambda: api.wait(container["Id"], timeout=settings.NODE_HELPER_TIMEOUT),
+            "wait for a helper container",
+        )  # fmt: skip
         output = api.logs(container["Id"], stdout=True, stderr=True).decode(errors="replace")
         return status.get("StatusCode", -1), output
     finally:
