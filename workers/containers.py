@@ -16,6 +16,7 @@ from django.conf import settings
 
 from apps.catalog import templating
 from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
+from apps.catalog.services import needs_trust
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.inventory.models import Disk, Node
 
@@ -23,6 +24,10 @@ from . import drivers
 
 # Docker's log driver would otherwise let a chatty product fill the node's root disk.
 LOG_CONFIG = {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}}
+
+
+class UntrustedVersion(ValueError):
+    """The cluster's version asks for capabilities no admin has trusted."""
 
 
 @dataclass
@@ -130,6 +135,14 @@ def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
 def plans_for(cluster: Cluster) -> list[ContainerPlan]:
     """The container of every active instance of the cluster."""
     version = cluster.version
+    # The catalog offers only launchable versions; this holds for clusters queued before an
+    # admin took the trust back, and for starts of stopped ones, right before Docker.
+    beyond = needs_trust(version)
+    if beyond and not version.trusted:
+        raise UntrustedVersion(
+            f"{version} asks for capabilities beyond Docker's defaults ({', '.join(beyond)}); "
+            "an admin must mark it trusted before it runs"
+        )
     instances = _active_instances(cluster)
     spec, hostnames = _spec(cluster, instances)
     members = {i.hostname: i.address.ip for i in instances}

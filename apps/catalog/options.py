@@ -74,6 +74,23 @@ RESOURCE_FLOORS = {"cores": 1, "memory_mb": 64, "disks": 0}
 RESOURCE_UNITS = {"count": "instances", "cores": "cores", "memory_mb": "MB", "disks": "disks"}
 DEFAULT_STR_MAX_LENGTH = 255
 
+# Text a user chooses (str options, the cluster's name) is substituted into admin-written
+# commands, often `sh -c` scripts where a placeholder may sit bare, inside "...", inside '...'
+# or inside a string of another language (mongosh's JavaScript). Shell-quoting the value is
+# not correct in all of those places: a quoted value put inside "..." still runs $(...), and
+# one put inside '...' ends the quote. So such text may only hold characters that are literal
+# in every one of them, and may not start with "-" (it would read as an option of the command
+# it lands in). A product's own `pattern` can narrow this further, never widen it.
+USER_TEXT = re.compile(r"(?!-)[A-Za-z0-9 ._,:=+/@-]*")
+USER_TEXT_RULE = "letters, digits, spaces and . _ , : = + / @ - (not first)"
+
+
+def user_text_problem(value: str) -> str | None:
+    """Why ``value`` may not go into a command, or None when it may."""
+    if USER_TEXT.fullmatch(value):
+        return None
+    return f"may hold only {USER_TEXT_RULE}, no shell characters; got {value!r}"
+
 
 @dataclass(frozen=True)
 class InstanceSpec:
@@ -187,6 +204,9 @@ def check_value(definition: dict, value: Any) -> tuple[Any, str | None]:
         limit = definition.get("max_length", DEFAULT_STR_MAX_LENGTH)
         if len(value) > limit:
             return None, f"must be at most {limit} characters, got {len(value)}"
+        problem = user_text_problem(value)
+        if problem:
+            return None, problem
         pattern = definition.get("pattern")
         if pattern and not re.fullmatch(pattern, value):
             return None, f"must match {pattern}, got {value!r}"

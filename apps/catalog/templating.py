@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .options import ClusterSpec, InstanceSpec, option_definitions, role_definitions
+from .options import (
+    ClusterSpec,
+    InstanceSpec,
+    option_definitions,
+    role_definitions,
+    user_text_problem,
+)
 
 if TYPE_CHECKING:
     from .models import ProductVersion
@@ -74,6 +80,12 @@ def context_for(
     cluster: str,
     hostnames: Hostnames,
 ) -> dict[str, str]:
+    # Launches refuse such text already (options.check_value, slug names); checked again here
+    # because a cluster saved before that rule, or by other means, must not reach a command.
+    for name, value in [("cluster", cluster), *spec.options.items()]:
+        problem = isinstance(value, str) and user_text_problem(value)
+        if problem:
+            raise TemplateError(f"{name} {problem}")
     members = [hostnames[(i.role, i.index)] for i in spec.instances]
     data_dirs = [f"/data/{n}" for n in range(1, instance.disks + 1)]
     ctx: dict[str, str] = {name: _text(value) for name, value in spec.options.items()}

@@ -5,7 +5,10 @@ import pytest
 import requests
 from docker.errors import APIError
 
-from workers.containers import ContainerPlan, create_arguments
+from apps.catalog.models import ProductVersion
+from apps.catalog.services import load_catalog
+from apps.clusters.models import Cluster
+from workers.containers import ContainerPlan, UntrustedVersion, create_arguments, plans_for
 from workers.drivers import NodeError, classify
 
 
@@ -23,6 +26,14 @@ def test_unreachable_nodes_and_server_errors_are_transient_client_errors_are_not
     with pytest.raises(ZeroDivisionError):
         classify("n1", ZeroDivisionError())  # our bugs are not node errors
     assert isinstance(classify("n1", NodeError("n1", "x", False)), NodeError)
+
+
+# Host config that would share the host's namespaces, devices or ports, or mount more than the
+# binds: a container gets none of it.
+HOST_ACCESS_KEYS = (
+    "PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode", "Devices", "DeviceRequests",
+    "PortBindings", "Mounts", "VolumesFrom", "Sysctls",
+)  # fmt: skip
 
 
 def plan(**changes) -> ContainerPlan:
@@ -47,6 +58,8 @@ def test_a_container_gets_its_limits_disks_address_and_nothing_more(settings):
     assert config["SecurityOpt"] == ["no-new-privileges"]
     assert not config.get("Privileged")
     assert config["NetworkMode"] == settings.NODE_NETWORK_NAME
+    for key in HOST_ACCESS_KEYS:
+        assert not config.get(key), key
     assert sorted(config["ExtraHosts"]) == ["master-0:10.0.0.4", "worker-0:10.0.0.5"]
     endpoint = arguments["networking_config"]["EndpointsConfig"][settings.NODE_NETWORK_NAME]
     assert endpoint["IPAMConfig"]["IPv4Address"] == "10.0.0.5"
@@ -57,3 +70,19 @@ def test_a_new_address_or_disk_changes_the_fingerprint_so_old_containers_are_rep
     assert plan().fingerprint() == plan().fingerprint()
     assert plan(address="10.0.0.6").fingerprint() != plan().fingerprint()
     assert plan(binds=["/disks/d2/x:/data/1:rw"]).fingerprint() != plan().fingerprint()
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_plan_a_version_that_lost_its_trust(alice):
+    load_catalog()
+    version = ProductVersion.objects.get(product__name="demo")
+    version.capabilities = ["NET_RAW", "NET_ADMIN"]
+    version.trusted = True
+    version.save()
+    cluster = Cluster.objects.create(owner=alice, version=version, name="c")
+    assert plans_for(cluster) == []  # no instances yet, but allowed
+    version.trusted = False
+    version.save()
+    cluster.refresh_from_db()
+    with pytest.raises(UntrustedVersion, match=r"demo 1.0 asks for .*\(NET_ADMIN\)"):
+        plans_for(cluster)

@@ -83,6 +83,16 @@ def test_a_cluster_spreads_over_the_tls_nodes_and_another_runs_over_ssh(
         assert [c.removeprefix("CAP_") for c in config["CapAdd"]] == ["NET_RAW"]
         assert "no-new-privileges" in config["SecurityOpt"]
         assert config["Privileged"] is False
+        # Nothing of the host's: network, process and IPC namespaces, devices, ports.
+        assert config["NetworkMode"] == settings.NODE_NETWORK_NAME
+        assert config["PidMode"] == "" and config["UTSMode"] == ""
+        assert config["IpcMode"] in ("private", "shareable")
+        assert not config["Devices"] and not config["PortBindings"]
+        # ...as the kernel sees it from inside: NET_RAW (bit 13) is all it holds or can get.
+        code, status = exec_in(instance, "cat", "/proc/self/status")
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        assert code == 0 and fields["NoNewPrivs"].strip() == "1"
+        assert int(fields["CapEff"], 16) == int(fields["CapBnd"], 16) == 1 << 13
         disk = held_disks(instance)[0]
         assert config["Binds"] == [f"{data_path(disk, spread)}:/data/1:rw"]
         assert [m["Source"] for m in info["Mounts"]] == [str(data_path(disk, spread))]
