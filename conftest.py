@@ -48,6 +48,14 @@ def _database_url(db_settings: dict) -> str:
     return f"postgres://{user}{password}@{host}:{port}/{db_settings['NAME']}"
 
 
+def worker_log_path() -> Path:
+    """The test worker's log (JSON lines), named after this run's site: parallel runs share
+    STATE_DIR."""
+    from django.conf import settings
+
+    return settings.STATE_DIR / f"test-worker-{settings.PLATTER_SITE}.log"
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real `celery worker` process on the test broker and the test database.
@@ -65,10 +73,12 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         "DATABASE_URL": _database_url(settings.DATABASES["default"]),
         # The worker hands follow-up work (a launch after admission, ...) to itself.
         "PLATTER_DISPATCH_CLUSTER_TASKS": "1",
+        # JSON lines, so tests can find a task's request and cluster ids in them.
+        "PLATTER_LOG_FORMAT": "json",
     }
     settings.STATE_DIR.mkdir(parents=True, exist_ok=True)
     app.control.purge()  # tasks an interrupted earlier run left for clusters long gone
-    log = open(settings.STATE_DIR / "test-worker.log", "w")  # noqa: SIM115 (closed at teardown)
+    log = open(worker_log_path(), "w")  # noqa: SIM115 (closed at teardown)
     worker = subprocess.Popen(
         [
             sys.executable,

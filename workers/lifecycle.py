@@ -28,6 +28,7 @@ from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
 from apps.inventory.services import cluster_network
+from apps.metrics.recorded import PLACEMENT_SECONDS
 
 from . import containers, drivers
 from .containers import ContainerPlan
@@ -147,14 +148,15 @@ def launch(cluster_id: int) -> str:
     with cluster_lock(cluster_id) as locked:
         if not locked:
             return "busy"  # another worker is on it and will finish the job
-        for _step in range(3 * (settings.SCHEDULER_PLACE_ATTEMPTS + 1)):
+        started = time.monotonic()
+        for step in range(3 * (settings.SCHEDULER_PLACE_ATTEMPTS + 1)):
             cluster = Cluster.objects.select_related("version").filter(id=cluster_id).first()
             if cluster is None:
                 return "gone"
             if cluster.state == S.QUEUED:
                 outcome = reserve(cluster_id)
                 if isinstance(outcome, Rejection):
-                    return Cluster.objects.get(id=cluster_id).state
+                    return _placed(started, Cluster.objects.get(id=cluster_id).state)
                 disks = sum(len(p.disk_ids) for p in outcome.placements)
                 nodes = len({p.node_id for p in outcome.placements})
                 record_event(cluster_id, f"reserved {disks} disks on {nodes} nodes")
@@ -176,9 +178,17 @@ def launch(cluster_id: int) -> str:
                     _abandon(cluster, S.CONFIGURING, problem)
                 elif transition(cluster_id, S.CONFIGURING, S.RUNNING):
                     _set_instances(cluster_id, Instance.State.RUNNING)
-            else:
-                return cluster.state  # running, or someone asked to stop or destroy it
-        return Cluster.objects.get(id=cluster_id).state
+            else:  # running, or someone asked to stop or destroy it
+                # A repeated task that found the launch already done measured nothing.
+                return _placed(started, cluster.state) if step else cluster.state
+        return _placed(started, Cluster.objects.get(id=cluster_id).state)
+
+
+def _placed(started: float, state: str) -> str:
+    """Record how long a launch that ended running or failed took; returns the state."""
+    if state in (S.RUNNING, S.FAILED):
+        PLACEMENT_SECONDS.observe(time.monotonic() - started, outcome=state)
+    return state
 
 
 def _place(cluster: Cluster) -> Failure | None:

@@ -38,6 +38,8 @@ from django.utils import timezone
 
 from apps.inventory.models import Address, Disk, Node
 from apps.inventory.services import cluster_network
+from apps.metrics.recorded import RESERVATION_SECONDS
+from apps.metrics.store import timed
 
 from . import placement, quotas
 from .models import Cluster, DiskAllocation, Instance
@@ -99,6 +101,7 @@ class _Rejected(Exception):
         self.cause, self.message, self.quota = cause, message, quota
 
 
+@timed(RESERVATION_SECONDS, outcome=lambda result: getattr(result, "cause", "reserved"))
 def reserve(cluster_id: int) -> Reservation | Rejection:
     """Reserve everything a queued cluster needs in one transaction, or nothing.
 

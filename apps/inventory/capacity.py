@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db.models import IntegerField, OuterRef, Prefetch, Subquery, Sum
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from apps.clusters.models import DiskAllocation, Instance
@@ -20,6 +20,12 @@ def active_sum(field: str) -> Coalesce:
         .values("total")
     )
     return Coalesce(Subquery(used, output_field=IntegerField()), 0)
+
+
+def free_disks(kind: str) -> Count:
+    """An annotation for a Node queryset: how many of the node's disks of `kind` are free to
+    reserve (available, including those keeping a destroyed cluster's data)."""
+    return Count("disks", filter=Q(disks__kind=kind, disks__state=Disk.State.AVAILABLE))
 
 
 @dataclass(frozen=True)

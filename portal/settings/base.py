@@ -197,13 +197,38 @@ LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
 # Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.
 LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
 
+# Logs: one handler on the root logger (stderr), so Django's request logging, Celery's worker
+# logs (CELERY_WORKER_HIJACK_ROOT_LOGGER below) and ours all go the same way. Every line
+# carries the request id and cluster id bound in portal.context (portal/logs.py). "plain" for
+# people (development), "json" for log collectors (production's default, prod.py).
+LOG_FORMAT = envstr("PLATTER_LOG_FORMAT", "plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {
+            "()": "portal.logs.PlainFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    # Django's own handlers (console when DEBUG, mail to admins, runserver's) would print
+    # some lines twice or in another format: its loggers hand everything to the root.
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "level": "INFO", "propagate": True},
+    },
 }
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Scheduler
 # Instances of one cluster go on distinct nodes when the inventory allows it (failure domains).
@@ -373,3 +398,9 @@ CELERY_TASK_ANNOTATIONS = {
 # away do not come back to a pile of identical passes.
 for _entry in CELERY_BEAT_SCHEDULE.values():
     _entry.setdefault("options", {})["expires"] = _entry["schedule"]
+
+# ---------------------------------------------------------------- metrics (issue 8, part C)
+# /metrics (apps.metrics) in Prometheus' format for staff, or for a scraper that sends
+# "Authorization: Bearer <PLATTER_METRICS_TOKEN>" (or _FILE); empty = no token access.
+INSTALLED_APPS += ["apps.metrics"]
+METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
