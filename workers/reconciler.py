@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit.services import Action, record
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
@@ -78,7 +79,10 @@ def _node_failed(node: Node, error: NodeError, report: Report) -> set[int]:
         return set()
     touched = set()
     if node.state == Node.State.ACTIVE or node.state == Node.State.DRAINING:
-        Node.objects.filter(id=node.id).update(state=Node.State.DOWN, down_by_health_check=True)
+        with transaction.atomic():  # the system's own state change, audited with no actor
+            Node.objects.filter(id=node.id).update(state=Node.State.DOWN, down_by_health_check=True)
+            record(Action.NODE_DOWN, None, node, previous=node.state,
+                   reason=f"does not answer health checks: {error.message}")  # fmt: skip
         report.marked_down.append(node.name)
         log.warning("node %s marked down: %s", node.name, error)
     for instance in _watched_instances(node).filter(state=Instance.State.RUNNING):
@@ -97,10 +101,15 @@ def _mark_lost(instance: Instance, message: str, report: Report) -> int:
 
 def _node_answered(node: Node, report: Report) -> None:
     changes: dict = {"failed_checks": 0, "last_seen": timezone.now()}
-    if node.state == Node.State.DOWN and node.down_by_health_check:
+    back_up = node.state == Node.State.DOWN and node.down_by_health_check
+    if back_up:
         changes |= {"state": Node.State.ACTIVE, "down_by_health_check": False}
         report.back_up.append(node.name)
-    Node.objects.filter(id=node.id).update(**changes)
+    with transaction.atomic():
+        Node.objects.filter(id=node.id).update(**changes)
+        if back_up:
+            record(Action.NODE_ACTIVATE, None, node, previous=node.state,
+                   reason="answers health checks again")  # fmt: skip
 
 
 def _watched_instances(node: Node):

@@ -4,6 +4,7 @@ from django.template.response import TemplateResponse
 
 from apps.clusters.quotas import group_usage, user_usage
 
+from . import services
 from .models import LIMIT_FIELDS, Quota
 
 
@@ -71,6 +72,17 @@ class QuotaAdmin(admin.ModelAdmin):
         used = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
         return ", ".join(f"{k.removeprefix('max_')}: {v}" for k, v in used.items())
 
+    # Saving and deleting go through the services, which audit the change.
+    def save_model(self, request, obj: Quota, form, change: bool) -> None:
+        services.save_quota(obj, actor=request.user)
+
+    def delete_model(self, request, obj: Quota) -> None:
+        services.delete_quota(obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for quota in queryset:
+            services.delete_quota(quota, actor=request.user)
+
     @admin.action(description="Set limits of the selected quotas", permissions=["change"])
     def set_limits(self, request, queryset):
         form = LimitsForm(request.POST if "apply" in request.POST else None)
@@ -79,7 +91,8 @@ class QuotaAdmin(admin.ModelAdmin):
                 n: v for n, v in form.cleaned_data.items() if n in LIMIT_FIELDS and v is not None
             }
             changes.update(dict.fromkeys(form.cleaned_data["clear"]))
-            count = queryset.update(**changes)
+            ids = queryset.values_list("id", flat=True)
+            count = services.set_limits(ids, changes, actor=request.user)
             self.message_user(request, f"Set {', '.join(changes) or 'nothing'} on {count} quotas.",
                               messages.SUCCESS)  # fmt: skip
             return None

@@ -39,7 +39,7 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
         if reuse is None:
             raise ReuseError(f"you have no cluster {launch_keys['reuse_data_from']}")
     name = launch_keys.get("name") or _default_name(user, version)
-    return launch(user, version, name, options, launch_keys.get("lease"), reuse)
+    return launch(user, version, name, options, launch_keys.get("lease"), reuse, actor=user)
 
 
 def _default_name(user, version: ProductVersion) -> str:

@@ -55,7 +55,7 @@ class ClusterAdmin(ReadOnly):
         refused = []
         for cluster in queryset:
             try:
-                services.request_destroy(cluster.id, keep_data=False)
+                services.request_destroy(cluster.id, keep_data=False, actor=request.user)
             except services.StateConflict as exc:
                 refused.append(str(exc))
         done = queryset.count() - len(refused)

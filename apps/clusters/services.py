@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit.services import Action, Actor, record
+
 from . import jobs
 from .admission import admit_queued
 from .models import LIVE_STATES, Cluster, Instance
@@ -74,9 +76,12 @@ def create_cluster(
     options: dict | None = None,
     lease_hours: float | None = None,
     reuse_data_of: Cluster | None = None,
+    *,
+    actor: Actor = None,
 ) -> Cluster:
     """A queued cluster with its instance rows. Raises QuotaExceeded (HTTP 403) when even
-    the current usage leaves no room; the reservation checks again under locks."""
+    the current usage leaves no room; the reservation checks again under locks. `actor` is
+    who asked (for the audit log); a launch is on the owner's behalf unless named otherwise."""
     check_quota(owner.id, Demand.of(instances))
     if reuse_data_of is not None and reuse_data_of.owner_id != owner.id:
         raise ReuseError(f"cluster {reuse_data_of.name} belongs to someone else")
@@ -97,38 +102,65 @@ def create_cluster(
         for i in instances
     )  # fmt: skip
     record_event(cluster.id, "queued")
+    record(
+        Action.CLUSTER_LAUNCH, actor or owner, cluster, object_repr=_describe(cluster, owner),
+        version=str(version), instances=len(instances), options=options or {},
+        lease_hours=lease_hours, reuse_data_of=reuse_data_of.id if reuse_data_of else None,
+    )  # fmt: skip
     jobs.dispatch(jobs.LAUNCH, cluster.id)
     return cluster
 
 
 def launch(
     owner, version, name: str, options: dict, lease_hours: float | None = None,
-    reuse_data_of: Cluster | None = None,
+    reuse_data_of: Cluster | None = None, *, actor: Actor = None,
 ) -> Cluster:  # fmt: skip
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster."""
     from apps.catalog.options import resolve  # the catalog owns option rules
 
     spec = resolve(version, options)
-    return create_cluster(owner, version, name, spec.instances, options, lease_hours, reuse_data_of)
+    return create_cluster(
+        owner, version, name, spec.instances, options, lease_hours, reuse_data_of, actor=actor
+    )
 
 
-def request_destroy(cluster_id: int, keep_data: bool = True) -> str:
+def _describe(cluster: Cluster, owner=None) -> str:
+    """How the audit log names a cluster: its name and owner (the state would go stale)."""
+    owner = owner or cluster.owner
+    return f"{cluster.name} of {owner.get_username()}"
+
+
+def _audit(action: str, cluster_id: int, actor: Actor, **detail: object) -> None:
+    """An audit row for an action on the cluster, in the caller's transaction."""
+    cluster = Cluster.objects.select_related("owner").get(id=cluster_id)
+    record(action, actor, cluster, object_repr=_describe(cluster), **detail)
+
+
+@transaction.atomic
+def request_destroy(
+    cluster_id: int, keep_data: bool = True, *, actor: Actor = None, reason: str = ""
+) -> str:
     """Destroy a cluster, keeping its disks' data for a later reuse unless asked not to. A
     queued cluster is cancelled at once; otherwise a worker removes the containers (and wipes
     the data if asked) and then calls finish_destroy. Asking again while it is being
-    destroyed is harmless. Returns the state the cluster is now in."""
+    destroyed is harmless and audits nothing: only the request that moved the state is
+    recorded (`actor` None: the system, e.g. `reason` "lease expired"). Returns the state
+    the cluster is now in."""
+    why = {"reason": reason} if reason else {}
     if transition(cluster_id, S.QUEUED, S.DESTROYED, "cancelled before placement"):
+        _audit(Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, cancelled=True,
+               **why)  # fmt: skip
         return S.DESTROYED
     live = [s for s in LIVE_STATES if s not in (S.QUEUED, S.DESTROYING)] + [S.FAILED]
     how = "data kept" if keep_data else "data will be wiped"
-    with transaction.atomic():
-        if not transition(cluster_id, live, S.DESTROYING, how):
-            state = _state(cluster_id)
-            if state in (S.DESTROYING, S.DESTROYED):
-                return state
-            raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
-        Cluster.objects.filter(id=cluster_id).update(wipe_data=not keep_data)
-        jobs.dispatch(jobs.DESTROY, cluster_id)
+    if not transition(cluster_id, live, S.DESTROYING, how):
+        state = _state(cluster_id)
+        if state in (S.DESTROYING, S.DESTROYED):
+            return state
+        raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
+    Cluster.objects.filter(id=cluster_id).update(wipe_data=not keep_data)
+    _audit(Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, **why)
+    jobs.dispatch(jobs.DESTROY, cluster_id)
     return S.DESTROYING
 
 
@@ -141,24 +173,30 @@ def finish_destroy(cluster_id: int, keep_data: bool | None = None) -> bool:
     return transition(cluster_id, S.DESTROYING, S.DESTROYED)
 
 
-def request_stop(cluster_id: int) -> str:
-    """Stop every container; the cluster keeps its nodes, disks and addresses."""
+@transaction.atomic
+def request_stop(cluster_id: int, *, actor: Actor = None) -> str:
+    """Stop every container; the cluster keeps its nodes, disks and addresses. Asking again
+    while it stops is harmless and audits nothing."""
     if not transition(cluster_id, [S.RUNNING, S.DEGRADED], S.STOPPING):
         state = _state(cluster_id)
         if state in (S.STOPPING, S.STOPPED):
             return state
         raise StateConflict(f"cluster {cluster_id} is {state}; only running clusters stop")
+    _audit(Action.CLUSTER_STOP, cluster_id, actor)
     jobs.dispatch(jobs.STOP, cluster_id)
     return S.STOPPING
 
 
-def request_start(cluster_id: int) -> str:
-    """Start a stopped cluster's containers again on the same nodes and disks."""
+@transaction.atomic
+def request_start(cluster_id: int, *, actor: Actor = None) -> str:
+    """Start a stopped cluster's containers again on the same nodes and disks. Asking again
+    while it starts is harmless and audits nothing."""
     if not transition(cluster_id, S.STOPPED, S.CONFIGURING, "starting"):
         state = _state(cluster_id)
         if state in (S.CONFIGURING, S.RUNNING):
             return state
         raise StateConflict(f"cluster {cluster_id} is {state}; only stopped clusters start")
+    _audit(Action.CLUSTER_START, cluster_id, actor)
     jobs.dispatch(jobs.START, cluster_id)
     return S.CONFIGURING
 
@@ -168,7 +206,8 @@ def _state(cluster_id: int) -> str:
 
 
 def expire_leases(now: datetime | None = None) -> list[int]:
-    """Destroy (keeping data) every live cluster whose lease has ended; run periodically."""
+    """Destroy (keeping data) every live cluster whose lease has ended; run periodically by
+    the system, so the audit rows have no actor."""
     now = now or timezone.now()
     due = Cluster.objects.filter(state__in=LIVE_STATES, expires_at__lte=now).exclude(
         state=S.DESTROYING
@@ -176,12 +215,13 @@ def expire_leases(now: datetime | None = None) -> list[int]:
     expired = []
     for cluster_id in due.values_list("id", flat=True):
         record_event(cluster_id, "lease expired")
-        if request_destroy(cluster_id, keep_data=True) in (S.DESTROYING, S.DESTROYED):
+        done = request_destroy(cluster_id, keep_data=True, actor=None, reason="lease expired")
+        if done in (S.DESTROYING, S.DESTROYED):
             expired.append(cluster_id)
     return expired
 
 
-def extend_lease(cluster_id: int, hours: float) -> datetime:
+def extend_lease(cluster_id: int, hours: float, *, actor: Actor = None) -> datetime:
     """Push the lease end `hours` further (from now if it already passed)."""
     if hours <= 0:
         raise LeaseError(f"an extension must be positive; got {hours} hours")
@@ -195,7 +235,9 @@ def extend_lease(cluster_id: int, hours: float) -> datetime:
         cap = settings.SCHEDULER_MAX_LEASE_HOURS
         if cap and end > now + timedelta(hours=cap):
             raise LeaseError(f"a lease may end at most {cap} hours from now")
-        cluster.expires_at = end
+        previous, cluster.expires_at = cluster.expires_at, end
         cluster.save(update_fields=["expires_at"])
         record_event(cluster_id, f"lease extended to {end:%Y-%m-%d %H:%M} UTC")
+        _audit(Action.CLUSTER_EXTEND, cluster_id, actor, hours=hours, previous_end=previous,
+               expires_at=end)  # fmt: skip
     return end

@@ -40,13 +40,13 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.action(description="Drain: keep running instances, place nothing new")
     def drain(self, request, queryset):
         for node in queryset:
-            set_node_state(node.id, Node.State.DRAINING)
+            set_node_state(node.id, Node.State.DRAINING, actor=request.user)
         messages.success(request, f"{queryset.count()} node(s) draining")
 
     @admin.action(description="Activate: accept new instances")
     def activate(self, request, queryset):
         for node in queryset:
-            set_node_state(node.id, Node.State.ACTIVE)
+            set_node_state(node.id, Node.State.ACTIVE, actor=request.user)
         messages.success(request, f"{queryset.count()} node(s) active")
 
     @admin.action(description="Discover disks mounted under the disk root")

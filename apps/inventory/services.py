@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.audit.services import Action, Actor, record
+
 from .models import Address, Disk, Network, Node
 
 
@@ -36,13 +38,28 @@ def sync_addresses(network: Network) -> int:
     return len(missing)
 
 
+# The audit action of each state a node is put in.
+NODE_STATE_ACTIONS = {
+    Node.State.ACTIVE: Action.NODE_ACTIVATE,
+    Node.State.DRAINING: Action.NODE_DRAIN,
+    Node.State.DOWN: Action.NODE_DOWN,
+    Node.State.MAINTENANCE: Action.NODE_MAINTENANCE,
+}
+
+
 @transaction.atomic
-def set_node_state(node_id: int, state: str) -> None:
+def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str = "") -> bool:
     """Draining keeps running instances but stops new placements; the node row lock makes
-    the change wait for (and be seen by) reservations in flight on that node."""
+    the change wait for (and be seen by) reservations in flight on that node. Returns False
+    (and audits nothing) when the node already was in that state."""
     node = Node.objects.select_for_update().get(id=node_id)
-    node.state = state
+    if node.state == state:
+        return False
+    previous, node.state = node.state, state
     node.save(update_fields=["state"])
+    why = {"reason": reason} if reason else {}
+    record(NODE_STATE_ACTIONS[state], actor, node, previous=previous, **why)
+    return True
 
 
 def cluster_network() -> Network | None:

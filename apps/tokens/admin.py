@@ -29,7 +29,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        issued = issue_token(obj.user, obj.name, read_only=obj.read_only)
+        issued = issue_token(obj.user, obj.name, read_only=obj.read_only, actor=request.user)
         if obj.expires_at:
             type(obj).objects.filter(id=issued.token.id).update(expires_at=obj.expires_at)
         obj.pk = issued.token.pk
@@ -40,5 +40,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke_tokens(self, request: HttpRequest, queryset) -> None:
-        count = sum(revoke(token_id) for token_id in queryset.values_list("id", flat=True))
+        ids = queryset.values_list("id", flat=True)
+        count = sum(revoke(token_id, actor=request.user) for token_id in ids)
         messages.success(request, f"{count} token(s) revoked")

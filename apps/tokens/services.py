@@ -13,6 +13,8 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit.services import Action, Actor, record
+
 from .models import ApiToken
 
 TOKEN_MARK = "plt"  # noqa: S105 (the visible mark of every token, not a secret)
@@ -39,9 +41,11 @@ def digest_of(raw: str) -> str:
 
 
 def issue_token(
-    user, name: str, expires_in_days: float | None = None, read_only: bool = False
-) -> IssuedToken:
-    """A new token for ``user``; the returned secret is the only copy there will ever be."""
+    user, name: str, expires_in_days: float | None = None, read_only: bool = False, *,
+    actor: Actor = None,
+) -> IssuedToken:  # fmt: skip
+    """A new token for ``user``; the returned secret is the only copy there will ever be.
+    ``actor`` is who issued it (the user themselves, an admin; None: a command line)."""
     expires_at = None
     if expires_in_days is not None:
         if expires_in_days <= 0:
@@ -55,6 +59,12 @@ def issue_token(
                 token = ApiToken.objects.create(
                     user=user, name=name, prefix=prefix, digest=digest_of(raw),
                     read_only=read_only, expires_at=expires_at,
+                )  # fmt: skip
+                # What the token is and may do; never the secret, nor its digest.
+                record(
+                    Action.TOKEN_CREATE, actor, token, object_repr=_describe(token),
+                    name=name, owner=user.get_username(), prefix=prefix, read_only=read_only,
+                    expires_at=expires_at,
                 )  # fmt: skip
         except IntegrityError:
             continue
@@ -88,10 +98,18 @@ def _touch(token: ApiToken) -> None:
     token.last_used = now
 
 
-def revoke(token_id: int) -> bool:
-    """Revoke the token; False when it was already revoked. Revoked tokens stay listed."""
-    return bool(
-        ApiToken.objects.filter(id=token_id, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
+@transaction.atomic
+def revoke(token_id: int, *, actor: Actor = None) -> bool:
+    """Revoke the token; False when it was already revoked (and nothing is audited then).
+    Revoked tokens stay listed."""
+    revoked = ApiToken.objects.filter(id=token_id, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
     )
+    if revoked:
+        token = ApiToken.objects.select_related("user").get(id=token_id)
+        record(Action.TOKEN_REVOKE, actor, token, object_repr=_describe(token), name=token.name)
+    return bool(revoked)
+
+
+def _describe(token: ApiToken) -> str:
+    return f"{token} of {token.user.get_username()}"

@@ -17,7 +17,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         issued = issue_token(
             request.user, form.cleaned_data["name"], form.cleaned_data["expires_in_days"],
-            read_only=form.cleaned_data["read_only"],
+            read_only=form.cleaned_data["read_only"], actor=request.user,
         )  # fmt: skip
         form = TokenForm()
     tokens = ApiToken.objects.filter(user=request.user)
@@ -28,5 +28,5 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, id=token_id, user=request.user)
-    revoke(token.id)
+    revoke(token.id, actor=request.user)
     return redirect("tokens:list")

@@ -317,6 +317,9 @@ SPECTACULAR_SETTINGS = {
 # The web self-service (server-rendered pages, htmx from django-htmx's static files).
 INSTALLED_APPS += ["apps.web"]
 
+# Audit log (apps.audit): who launched, stopped, destroyed, ... and from where; admin only.
+INSTALLED_APPS += ["apps.audit"]
+
 # ---------------------------------------------------------------- security (issue 8, part A)
 # Content-Security-Policy in every environment, so dev and the browser tests see what
 # production serves: scripts and styles only from our own static files (htmx included), no

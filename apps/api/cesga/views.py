@@ -176,7 +176,7 @@ class ClusterDetail(OneCluster):
         return Response(_summary(self.cluster(request, **names)))
 
     def delete(self, request: Request, **names) -> Response:
-        request_destroy(self.cluster(request, **names).id)
+        request_destroy(self.cluster(request, **names).id, actor=request.user)
         return Response({"message": "success"})
 
 

@@ -87,21 +87,22 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         query = KeepDataSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         cluster = self.get_object()
-        services.request_destroy(cluster.id, keep_data=query.validated_data["keep_data"])
+        keep_data = query.validated_data["keep_data"]
+        services.request_destroy(cluster.id, keep_data=keep_data, actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=None, responses={202: ClusterDetailSerializer})
     @action(detail=True, methods=["post"])
     def stop(self, request: Request, **kwargs) -> Response:
         cluster = self.get_object()
-        services.request_stop(cluster.id)
+        services.request_stop(cluster.id, actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=None, responses={202: ClusterDetailSerializer})
     @action(detail=True, methods=["post"])
     def start(self, request: Request, **kwargs) -> Response:
         cluster = self.get_object()
-        services.request_start(cluster.id)
+        services.request_start(cluster.id, actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=ExtendSerializer, responses={200: ExtendedSerializer})
@@ -111,7 +112,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         cluster = self.get_object()
         asked = ExtendSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
-        end = services.extend_lease(cluster.id, asked.validated_data["hours"])  # 409 if over
+        hours = asked.validated_data["hours"]
+        end = services.extend_lease(cluster.id, hours, actor=request.user)  # 409 if over
         return Response(ExtendedSerializer({"expires_at": end}).data)
 
 

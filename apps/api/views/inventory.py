@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
 
+from apps.accounts import services as quotas
 from apps.accounts.models import Quota
 from apps.clusters.models import DiskAllocation
 from apps.clusters.quotas import DISK_KINDS
@@ -36,7 +37,7 @@ class NodeViewSet(ReadOnlyModelViewSet):
         ).order_by("name")
 
     def _set_state(self, state: str) -> Response:
-        set_node_state(self.get_object().id, state)
+        set_node_state(self.get_object().id, state, actor=self.request.user)
         return Response(self.get_serializer(self.get_queryset().get(id=self.kwargs["pk"])).data)
 
     @extend_schema(request=None)
@@ -72,3 +73,18 @@ class QuotaViewSet(ModelViewSet):
     permission_classes = [IsAdmin]
     filter_backends = []
     queryset = Quota.objects.select_related("user", "group").order_by("id")
+
+    # Writes go through the services, which audit them.
+    def perform_create(self, serializer: QuotaSerializer) -> None:
+        serializer.instance = quotas.save_quota(
+            Quota(**serializer.validated_data), actor=self.request.user
+        )
+
+    def perform_update(self, serializer: QuotaSerializer) -> None:
+        quota = serializer.instance
+        for name, value in serializer.validated_data.items():
+            setattr(quota, name, value)
+        quotas.save_quota(quota, actor=self.request.user)
+
+    def perform_destroy(self, instance: Quota) -> None:
+        quotas.delete_quota(instance, actor=self.request.user)

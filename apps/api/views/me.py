@@ -60,9 +60,9 @@ class TokenViewSet(
     def create(self, request: Request) -> Response:
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
-        issued = issue_token(request.user, **asked.validated_data)
+        issued = issue_token(request.user, **asked.validated_data, actor=request.user)
         data = {**TokenSerializer(issued.token).data, "token": issued.secret}
         return Response(data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance: ApiToken) -> None:
-        revoke(instance.id)
+        revoke(instance.id, actor=self.request.user)

@@ -34,6 +34,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
             cluster = services.launch(
                 request.user, chosen, form.cleaned_data["name"], form.options(),
                 form.cleaned_data["lease"], form.cleaned_data["reuse_data_from"],
+                actor=request.user,
             )  # fmt: skip
         except OptionsError as exc:
             for name, message in exc.errors.items():

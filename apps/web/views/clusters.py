@@ -80,21 +80,24 @@ def cluster_destroy(request: HttpRequest, cluster_id: int) -> HttpResponse:
     if request.method != "POST":
         return render(request, "web/destroy.html", {"cluster": cluster})
     keep = request.POST.get("keep_data", "yes") != "no"
-    return _act(request, cluster, lambda: services.request_destroy(cluster.id, keep_data=keep))
+    return _act(
+        request, cluster,
+        lambda: services.request_destroy(cluster.id, keep_data=keep, actor=request.user),
+    )  # fmt: skip
 
 
 @login_required
 @require_POST
 def cluster_stop(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
-    return _act(request, cluster, lambda: services.request_stop(cluster.id))
+    return _act(request, cluster, lambda: services.request_stop(cluster.id, actor=request.user))
 
 
 @login_required
 @require_POST
 def cluster_start(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
-    return _act(request, cluster, lambda: services.request_start(cluster.id))
+    return _act(request, cluster, lambda: services.request_start(cluster.id, actor=request.user))
 
 
 @login_required
@@ -106,7 +109,9 @@ def cluster_extend(request: HttpRequest, cluster_id: int) -> HttpResponse:
     except ValueError:
         messages.error(request, "Give the extension in hours, e.g. 4")
         return redirect("web:cluster", cluster_id=cluster.id)
-    return _act(request, cluster, lambda: services.extend_lease(cluster.id, hours))
+    return _act(
+        request, cluster, lambda: services.extend_lease(cluster.id, hours, actor=request.user)
+    )
 
 
 def _act(request: HttpRequest, cluster: Cluster, action) -> HttpResponse:
