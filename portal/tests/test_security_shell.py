@@ -1,0 +1,126 @@
+"""No shell command is ever built from user input.
+
+Every Python source of the project is read (ast): nothing may start a shell on this machine
+(shell=True, os.system, os.popen, ...; ruff's S602/S605 say the same while editing), and every
+`sh -c` script sent to a container that is not a fixed string must be one of the audited spots
+below, each of which puts only values of our own making into the script. User text reaches
+containers only through the catalog's placeholders, whose values apps.catalog.options checks
+(tests in apps/catalog/tests/test_user_text.py).
+"""
+
+import ast
+from pathlib import Path
+
+from django.conf import settings
+
+BASE_DIR = Path(settings.BASE_DIR)
+SKIP_PARTS = {".venv", ".local", "node_modules", "staticfiles", "artifacts", ".git"}
+SHELL_CALLS = {
+    ("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
+    ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell"),
+}  # fmt: skip
+SHELL_METHODS = {"create_subprocess_shell", "subprocess_shell"}  # also on event loops
+
+# (file, function) -> why its runtime-built `sh -c` script holds nothing a user chose.
+AUDITED_SCRIPTS = {
+    # The output file name is ours (a random hex id); the user-facing argv follows as "$@",
+    # separate arguments the shell never parses.
+    ("workers/drivers.py", "run_in_container"): "uuid file name, argv passed as $@",
+    # The folder name is cluster-<database id>.
+    ("workers/lifecycle.py", "wipe_node"): "cluster id from the database",
+}
+
+
+def python_sources() -> list[Path]:
+    return sorted(
+        path
+        for path in BASE_DIR.rglob("*.py")
+        if not SKIP_PARTS.intersection(path.relative_to(BASE_DIR).parts)
+    )
+
+
+def is_test(path: Path) -> bool:
+    parts = path.relative_to(BASE_DIR).parts
+    return "tests" in parts or path.name in ("conftest.py",)
+
+
+def shell_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            literal_false = isinstance(keyword.value, ast.Constant) and not keyword.value.value
+            if keyword.arg == "shell" and not literal_false:
+                found.append((node.lineno, "shell=True"))
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            owner = func.value.id if isinstance(func.value, ast.Name) else ""
+            if (owner, func.attr) in SHELL_CALLS or func.attr in SHELL_METHODS:
+                found.append((node.lineno, f"{owner}.{func.attr}"))
+        elif isinstance(func, ast.Name) and func.id in {name for _, name in SHELL_CALLS}:
+            found.append((node.lineno, func.id))  # from os import system
+    return found
+
+
+def built_scripts(tree: ast.AST) -> list[tuple[str, int]]:
+    """(innermost function, line) of every ["sh" | "bash", "-c", <not a constant>, ...]."""
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if isinstance(node, ast.List) and is_built_script(node):
+            found.append((function, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "<module>")
+    return found
+
+
+def is_built_script(node: ast.List) -> bool:
+    if len(node.elts) < 3:
+        return False
+    shell, flag, script = node.elts[:3]
+    if not (isinstance(shell, ast.Constant) and isinstance(flag, ast.Constant)):
+        return False
+    if str(shell.value).rsplit("/", 1)[-1] not in ("sh", "bash") or flag.value != "-c":
+        return False
+    # A fixed script is a literal, or a module-level CONSTANT such as discovery's PROBE.
+    fixed = isinstance(script, ast.Constant) or (
+        isinstance(script, ast.Name) and script.id.isupper()
+    )
+    return not fixed
+
+
+def test_no_python_source_starts_a_shell():
+    sources = python_sources()
+    assert len(sources) > 100  # the scan really covers the project
+    offenders = [
+        f"{path.relative_to(BASE_DIR)}:{line}: {what}"
+        for path in sources
+        for line, what in shell_uses(ast.parse(path.read_text(), str(path)))
+    ]
+    assert offenders == []
+
+
+def test_the_scan_finds_what_it_looks_for():
+    tree = ast.parse(
+        "import os, subprocess\n"
+        "subprocess.run(cmd, shell=True)\nos.system('ls')\nos.popen(x)\n"
+        "subprocess.run(['ls'], shell=False)\n"
+        "def f(name):\n    return ['sh', '-c', f'rm {name}']\n"
+    )
+    assert shell_uses(tree) == [(2, "shell=True"), (3, "os.system"), (4, "os.popen")]
+    assert built_scripts(tree) == [("f", 7)]
+
+
+def test_every_script_built_at_runtime_is_an_audited_one():
+    found = {
+        (str(path.relative_to(BASE_DIR)), function)
+        for path in python_sources()
+        if not is_test(path)
+        for function, _line in built_scripts(ast.parse(path.read_text(), str(path)))
+    }
+    assert found == set(AUDITED_SCRIPTS)
