@@ -3,6 +3,7 @@ from django.db.models import Count, Q
 
 from .capacity import active_sum
 from .models import Address, Disk, Network, Node
+from .pki import describe_credentials
 from .services import set_node_state
 
 
@@ -36,6 +37,13 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.display(description="disks free / total")
     def disks_free(self, node: Node) -> str:
         return f"{node.free_disks} / {node.all_disks}"
+
+    # Credentials: the tls_dir path and what is in it, never a key (keys stay in files).
+    readonly_fields = ["credentials"]
+
+    @admin.display(description="credentials")
+    def credentials(self, node: Node) -> str:
+        return describe_credentials(node.transport, node.tls_dir)
 
     @admin.action(description="Drain: keep running instances, place nothing new")
     def drain(self, request, queryset):

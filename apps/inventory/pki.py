@@ -199,3 +199,19 @@ def issue_node_certificate(node: str, addresses: list[str], out_folder: Path) ->
         cert_file="server-cert.pem", key_file="server-key.pem",
     )  # fmt: skip
     return out_folder
+
+
+def describe_credentials(transport: str, tls_dir: str) -> str:
+    """One line about a node's credentials for the admin: where they are, whether they are
+    all there and until when they are valid; never their contents."""
+    if transport == "ssh":
+        return "ssh: key and known host key come from the ssh client's config (not in Platter)"
+    if transport != "tcp":
+        return "local socket: no credentials"
+    status = tls_status(tls_dir)
+    if not status.folder:
+        return "no tls_dir: this node cannot be reached"
+    if status.missing:
+        return f"{status.folder}: MISSING {', '.join(status.missing)}"
+    until = f"valid until {status.expires:%Y-%m-%d}" if status.expires else "unreadable"
+    return f"{status.folder}: {', '.join(CLIENT_FILES)} present; certificates {until}"

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from apps.accounts.models import LIMIT_FIELDS, Quota
 from apps.clusters.quotas import DISK_KINDS, group_usage, user_usage
 from apps.inventory.models import Disk, Node
+from apps.inventory.pki import tls_status
 
 
 class DiskCountSerializer(serializers.Serializer):
@@ -15,21 +16,43 @@ class DiskCountSerializer(serializers.Serializer):
     free = serializers.IntegerField()
 
 
+class CredentialsSerializer(serializers.Serializer):
+    """Whether the node's credentials are in place and until when; never the files' path or
+    contents (tcp:// keys stay in the portal's files, ssh:// in the ssh client's config)."""
+
+    transport = serializers.CharField()
+    files_present = serializers.BooleanField(allow_null=True)
+    missing = serializers.ListField(child=serializers.CharField())
+    expires = serializers.DateTimeField(allow_null=True)
+
+
 class NodeSerializer(serializers.ModelSerializer):
     cores_free = serializers.SerializerMethodField()
     memory_free_mb = serializers.SerializerMethodField()
     disks = serializers.SerializerMethodField()
+    credentials = serializers.SerializerMethodField()
 
     class Meta:
         model = Node
         fields = ["id", "name", "state", "endpoint", "cores", "cores_free", "memory_mb",
-                  "memory_free_mb", "disks", "labels", "last_seen", "failed_checks"]  # fmt: skip
+                  "memory_free_mb", "disks", "labels", "last_seen", "failed_checks",
+                  "credentials"]  # fmt: skip
 
     def get_cores_free(self, node: Node) -> int:
         return node.cores - node.used_cores
 
     def get_memory_free_mb(self, node: Node) -> int:
         return node.memory_mb - node.used_memory
+
+    @extend_schema_field(CredentialsSerializer)
+    def get_credentials(self, node: Node) -> dict:
+        facts = {"transport": node.transport, "files_present": None, "missing": [],
+                 "expires": None}  # fmt: skip
+        if node.transport == "tcp":
+            status = tls_status(node.tls_dir)
+            facts |= {"files_present": status.complete, "missing": status.missing,
+                      "expires": status.expires}  # fmt: skip
+        return CredentialsSerializer(facts).data
 
     @extend_schema_field(serializers.DictField(child=DiskCountSerializer()))
     def get_disks(self, node: Node) -> dict:
