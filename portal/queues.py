@@ -8,21 +8,23 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
   NODE_API_TIMEOUT x NODE_API_RETRIES) does not hold up everyone.
 - nodes: long jobs on one node (fio disk benchmarks: minutes per disk).
 - periodic: beat's passes (reconcile, expire leases, admit queued clusters, resume stalled
-  ones). A reconcile pass asks every node at once and takes one node timeout at worst; it
-  must not wait behind launches, nor launches behind it.
-- celery: Celery's default queue, for anything unrouted (the health check's ping).
+  ones) and other short housekeeping (the health check's ping). A reconcile pass asks every
+  node at once and takes one node timeout at worst; it must not wait behind launches, nor
+  launches behind it. It is also the default queue, but every task names its queue below.
 """
 
 CLUSTERS = "clusters"
 NODES = "nodes"
 PERIODIC = "periodic"
-DEFAULT = "celery"
+DEFAULT = PERIODIC
 
 # Every queue a worker started by `./platter run` or the tests consumes (`celery worker -Q`).
-ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, DEFAULT]
+ALL_QUEUES = [CLUSTERS, NODES, PERIODIC]
 
-# Task name -> queue (settings.CELERY_TASK_ROUTES is built from it).
+# Task name -> queue (settings.CELERY_TASK_ROUTES is built from it). A new task gets a line
+# here: which kind of work is it? (workers/tests/test_queues.py checks that each has one.)
 TASK_QUEUES = {
+    "platter.ping": PERIODIC,
     "platter.launch_cluster": CLUSTERS,
     "platter.stop_cluster": CLUSTERS,
     "platter.start_cluster": CLUSTERS,

@@ -17,7 +17,7 @@ from apps.clusters import services
 from apps.clusters.models import Cluster
 from apps.inventory.models import Disk, Node
 from portal.celery import app
-from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC
+from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC, TASK_QUEUES
 from workers import tasks
 
 from .test_lifecycle import wait_for
@@ -32,7 +32,9 @@ def queue_of(task_name: str) -> str:
 def test_every_platter_task_goes_to_a_queue_the_workers_consume():
     names = [name for name in app.tasks if name.startswith("platter.")]
     assert len(names) >= 10
+    assert set(names) <= set(TASK_QUEUES), "a task without a queue of its own: see portal/queues"
     assert {queue_of(name) for name in names} <= set(ALL_QUEUES)
+    assert queue_of("an.unrouted.task") in ALL_QUEUES
     for name in ("launch_cluster", "stop_cluster", "start_cluster", "destroy_cluster"):
         assert queue_of(f"platter.{name}") == CLUSTERS
     assert queue_of("platter.bench_disks") == NODES
