@@ -45,6 +45,16 @@ class NodeAdmin(admin.ModelAdmin):
     def credentials(self, node: Node) -> str:
         return describe_credentials(node.transport, node.tls_dir)
 
+    def save_model(self, request, obj: Node, form, change: bool) -> None:
+        # A state picked in the form goes through the service, which locks and audits it.
+        if not (change and "state" in form.changed_data):
+            super().save_model(request, obj, form, change)
+            return
+        wanted, obj.state = obj.state, form.initial["state"]
+        super().save_model(request, obj, form, change)
+        set_node_state(obj.id, wanted, actor=request.user)
+        obj.state = wanted
+
     @admin.action(description="Drain: keep running instances, place nothing new")
     def drain(self, request, queryset):
         for node in queryset:

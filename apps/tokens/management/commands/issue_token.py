@@ -20,9 +20,10 @@ class Command(BaseCommand):
         except user_model.DoesNotExist as exc:
             raise CommandError(f"no user {options['user']!r}") from exc
         try:
-            issued = issue_token(
-                user, options["name"], options["expires_in"], read_only=options["read_only"]
-            )
+            issued = issue_token(  # a command line: audited as the system (no actor)
+                user, options["name"], options["expires_in"], read_only=options["read_only"],
+                actor=None,
+            )  # fmt: skip
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         # Only the token on stdout, so scripts can do TOKEN=$(manage.py issue_token demo).
