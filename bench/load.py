@@ -46,7 +46,9 @@ import django  # noqa: E402
 import httpx  # noqa: E402
 import load_checks  # noqa: E402
 import psycopg  # noqa: E402
-from load_users import Recorder, drive  # noqa: E402
+from load_users import QUEUE_PATIENCE_S, Recorder, drive  # noqa: E402
+
+from portal.queues import ALL_QUEUES  # noqa: E402
 
 LOAD_DB = "platter_load"
 LOAD_REDIS_DB = "7"
@@ -147,23 +149,26 @@ def prepare(users: int) -> list[str]:
     return tokens
 
 
-def remove_site_leftovers() -> int:
+def remove_site_leftovers() -> tuple[int, list[str]]:
     """Containers and data folders with the bench's site label on every node (an earlier run
-    that crashed, or this run's kept data); the number of containers removed."""
+    that crashed, or this run's kept data): (containers removed, nodes that did not answer)."""
     from apps.inventory.models import Disk, Node
     from workers import drivers
 
-    removed = 0
+    removed, silent = 0, []
     for node in Node.objects.all():
-        client = drivers.client_for(node)
-        for container in client.containers.list(
-            all=True, filters={"label": f"platter.site={SITE}"}
-        ):
-            container.remove(force=True)
-            removed += 1
+        try:
+            found = drivers.client_for(node).containers.list(
+                all=True, filters={"label": f"platter.site={SITE}"}
+            )
+            for container in found:
+                container.remove(force=True)
+                removed += 1
+        except Exception as error:  # noqa: BLE001 (the next run removes what is left here)
+            silent.append(f"{node.name}: {error}")
     for disk in Disk.objects.all():  # lab disks are mounted on this machine
         shutil.rmtree(Path(disk.mount_path) / SITE, ignore_errors=True)
-    return removed
+    return removed, silent
 
 
 def free_port() -> int:
@@ -179,7 +184,6 @@ def start(argv: list[str], log_path: Path) -> subprocess.Popen:
 
 def start_worker(out: Path) -> subprocess.Popen:
     from portal.celery import app
-    from portal.queues import ALL_QUEUES
 
     app.control.purge()  # tasks of an earlier, interrupted run
     worker = start(
@@ -233,7 +237,7 @@ def own_stack(
     processes = []
     try:
         tokens = prepare(users)
-        leftovers = remove_site_leftovers()
+        leftovers, silent = remove_site_leftovers()
         processes.append(start_worker(out))
         port = free_port()
         processes.append(start_server(port, web_workers, out))
@@ -242,17 +246,20 @@ def own_stack(
         )
         notes = [
             f"own stack: gunicorn {web_workers} workers x 4 threads on 127.0.0.1:{port}, "
-            f"a Celery worker (6 threads) on queues {os.environ.get('REDIS_URL')}, "
+            f"a Celery worker (6 threads) on queues {','.join(ALL_QUEUES)} of "
+            f"{os.environ['REDIS_URL']}, "
             f"database {LOAD_DB}, site {SITE}, lab address slot {LOAD_ADDRESS_SLOT}",
             f"throttles: {rates or 'defaults'}; quota per user: {USER_QUOTA}",
         ]
         if leftovers:
             notes.append(f"removed {leftovers} containers an earlier run left behind")
+        notes += [f"did not answer before the run: {node}" for node in silent]
         yield f"http://127.0.0.1:{port}", tokens, notes
     finally:
         for process in reversed(processes):
             stop(process)
-        remove_site_leftovers()
+        for node in remove_site_leftovers()[1]:
+            print(f"# clean-up: {node} did not answer; the next run removes what is left there")
         from django.db import connections
 
         connections.close_all()
@@ -268,6 +275,11 @@ def percentile(values: list[float], q: float) -> float:
         return math.nan
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def spread(seconds: list[float]) -> str:
+    quantiles = ", ".join(f"p{q} {percentile(seconds, q):.2f} s" for q in (50, 95, 99))
+    return f"{quantiles} (n={len(seconds)})"
 
 
 def latency_rows(recorder: Recorder) -> list[tuple]:
@@ -309,11 +321,14 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
           f"({len(recorder.samples)} requests in all); launches {len(launches) / minutes:.1f}/min "
           f"asked, {accepted / minutes:.1f}/min accepted")  # fmt: skip
     print(f"clusters: {len(recorder.launched)} accepted, {len(ready)} reached running, "
+          f"{len(recorder.cancelled)} cancelled after {QUEUE_PATIENCE_S} s queued, "
           f"{len(recorder.failed)} failed")  # fmt: skip
-    if ready:
-        print("time to running (created -> running, queueing included): "
-              + ", ".join(f"p{q} {percentile(ready, q):.2f} s" for q in (50, 95, 99))
-              + f" (n={len(ready)})")  # fmt: skip
+    for label, values in (
+        ("time to running (created -> running, queueing included)", ready),
+        ("placing -> running (containers and configuration)", recorder.placing_to_running.values()),
+    ):
+        if values:
+            print(f"{label}: {spread(list(values))}")
     statuses = Counter(s.status for s in recorder.samples)
     print(
         "status codes: "

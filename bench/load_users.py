@@ -30,7 +30,9 @@ class Recorder:
     samples: list[Sample] = field(default_factory=list)
     launched: set[int] = field(default_factory=set)
     to_running: dict[int, float] = field(default_factory=dict)  # created -> first running
+    placing_to_running: dict[int, float] = field(default_factory=dict)  # without the queue
     failed: dict[int, str] = field(default_factory=dict)  # failed clusters and their reasons
+    cancelled: set[int] = field(default_factory=set)  # given up on while queued
 
     def record(self, kind: str, status: int, seconds: float, refusal: str = "") -> None:
         at = time.monotonic() - self.started
@@ -98,10 +100,8 @@ class User:
             roll = self.rng.random()
             if roll < 0.1:
                 await self.call("list", "GET", "/api/v1/clusters")
-            elif (roll < 0.45 and len(self.mine) < 2) or not self.mine:
-                await self.launch()
-            elif roll < 0.5:
-                await self.launch()  # beyond the quota more often than not: a 403 names it
+            elif roll < 0.15 or (roll < 0.5 and len(self.mine) < 2) or not self.mine:
+                await self.launch()  # now and then beyond the quota: the 403 names the limit
             else:
                 await self.tend(self.rng.choice(list(self.mine)))
             await asyncio.sleep(self.rng.uniform(0.2, 0.6))
@@ -127,6 +127,8 @@ class User:
             waited = seconds_between(stamps["created"], stamps["running"])
             if waited is not None:
                 self.recorder.to_running[cluster] = waited
+                worked = seconds_between(stamps["placing"], stamps["running"])
+                self.recorder.placing_to_running[cluster] = worked if worked is not None else waited
         if body["state"] == "failed":
             self.recorder.failed[cluster] = body["reason"]
         return body
@@ -149,12 +151,13 @@ class User:
             elif roll < 0.6:
                 await self.destroy(cluster)
         elif mine.state == "stopped":
-            if roll < 0.5:
+            if roll < 0.7:
                 await self.call("start", "POST", f"{mine.url}/start")
             else:
                 await self.destroy(cluster)
         elif mine.state == "queued" and time.monotonic() - mine.since > QUEUE_PATIENCE_S:
-            await self.destroy(cluster)  # cancelled while waiting
+            self.recorder.cancelled.add(cluster)
+            await self.destroy(cluster)
 
     async def destroy(self, cluster: int) -> None:
         keep = self.rng.random() < 0.5
