@@ -4,10 +4,13 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
+from apps.inventory import pki
 from apps.inventory.models import Node
 
 from .checks import check_database, check_node, check_redis
@@ -109,7 +112,35 @@ def node_findings() -> list[Finding]:
     return findings
 
 
+# A node certificate this close to its end is reported, leaving time to issue new files.
+CERTIFICATE_WARN_DAYS = 30
+
+
+def credential_findings() -> list[Finding]:
+    """The TLS files of every tcp:// node: all there, and not about to expire (the files are
+    looked at, never shown)."""
+    soon = timezone.now() + timedelta(days=CERTIFICATE_WARN_DAYS)
+    findings = []
+    for node in Node.objects.filter(endpoint__startswith="tcp://"):
+        status = pki.tls_status(node.tls_dir)
+        renew = (
+            "./platter lab down && ./platter lab up" if node.labels.get("lab")
+            else f"manage.py node_certs {node.name} --address HOST, then copy the files"
+        )  # fmt: skip
+        if status.missing:
+            where = status.folder or "no tls_dir"
+            findings.append(Finding(f"node {node.name} TLS files ({where})", False,
+                                    f"missing {', '.join(status.missing)}: {renew}"))  # fmt: skip
+            continue
+        until = f"{status.expires:%Y-%m-%d}" if status.expires else "unreadable"
+        ok = status.expires is not None and status.expires > soon
+        findings.append(Finding(f"node {node.name} certificates valid until {until}", ok,
+                                f"renew them: {renew}"))  # fmt: skip
+    return findings
+
+
 def diagnose() -> list[Finding]:
     services = service_findings()
     database_ok = services[0].ok
-    return machine_findings() + services + (node_findings() if database_ok else [])
+    nodes = node_findings() + credential_findings() if database_ok else []
+    return machine_findings() + services + nodes
