@@ -1,5 +1,6 @@
-"""The browser's way in: the launch form, the htmx-posted cluster actions and the token page
-write the same audit rows as the API, with the session's user and address."""
+"""The browser's way in: the launch form, the htmx-posted cluster actions, the token page
+and the cluster admin's force-destroy write the same audit rows as the API, with the
+session's user and address."""
 
 import pytest
 from django.urls import reverse
@@ -9,7 +10,7 @@ from apps.audit.models import AuditEvent
 from apps.clusters.models import Cluster
 from apps.tokens.models import ApiToken
 
-from .conftest import USER_ADDRESS, events_of, make_cluster, only_event
+from .conftest import ADMIN_ADDRESS, USER_ADDRESS, events_of, make_cluster, only_event
 
 pytestmark = pytest.mark.django_db
 A = AuditEvent.Action
@@ -81,3 +82,19 @@ def test_the_token_page_records_creating_and_revoking(as_alice, alice):
     assert secret not in str(created.detail) and token.digest not in str(created.detail)
     revoked = only_event(A.TOKEN_REVOKE, object_id=token.id)
     assert (revoked.actor, revoked.client_address) == (alice, USER_ADDRESS)
+
+
+def test_the_admins_force_destroy_records_each_cluster(as_admin, admin_user, alice, bob, demo):
+    running = make_cluster(alice, demo, "running", name="busy")
+    queued = make_cluster(bob, demo, "queued", name="waiting")
+    done = make_cluster(bob, demo, "destroyed", name="gone")
+    bulk = {"action": "force_destroy", "_selected_action": [running.id, queued.id, done.id]}
+    assert as_admin.post("/admin/clusters/cluster/", bulk).status_code == 302
+
+    assert only_event(A.CLUSTER_DESTROY, object_id=running.id).detail == {"keep_data": False}
+    assert only_event(A.CLUSTER_DESTROY, object_id=queued.id).detail == {
+        "keep_data": False, "cancelled": True
+    }  # fmt: skip
+    assert events_of(done) == [A.CLUSTER_LAUNCH]  # already destroyed: nothing happened
+    rows = AuditEvent.objects.filter(action=A.CLUSTER_DESTROY)
+    assert {(r.actor_id, r.client_address) for r in rows} == {(admin_user.id, ADMIN_ADDRESS)}
