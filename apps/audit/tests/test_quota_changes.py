@@ -1,7 +1,10 @@
 """Quota changes from the admin (form, bulk action, delete) and the API: one row per quota
 changed, with the old and new limits, the admin as actor and the admin's address."""
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from apps.accounts.models import LIMIT_FIELDS, Quota
 from apps.audit.models import AuditEvent
@@ -91,3 +94,11 @@ def test_a_refused_quota_change_records_nothing(admin_user, alice, bob):
     assert bearer(bob).post("/api/v1/quotas", {"user": "bob", "max_cores": 99},
                             format="json").status_code == 403  # fmt: skip
     assert not AuditEvent.objects.filter(action=A.QUOTA_CHANGE).exists()
+
+
+def test_seeding_the_demo_quota_is_the_system_and_only_when_it_changes(db):
+    for _ in range(2):
+        call_command("seed_demo", stdout=StringIO())
+    event = only_event(A.QUOTA_CHANGE, object_repr="quota of demo")
+    assert event.actor is None and event.detail["old"] is None
+    assert event.detail["new"]["max_clusters"] == 4

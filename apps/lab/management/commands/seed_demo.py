@@ -3,6 +3,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from apps.accounts.models import Quota
+from apps.accounts.services import save_quota
 
 # What the demo user may hold: enough for a few lab clusters, small enough to meet a limit.
 DEMO_QUOTA = {
@@ -36,6 +37,9 @@ class Command(BaseCommand):
             user.save()
             self.stdout.write(f"{'created' if created else 'updated'} user {user.username}")
         demo = users.objects.get(username="demo")
-        Quota.objects.update_or_create(user=demo, defaults=DEMO_QUOTA)
+        quota = Quota.objects.filter(user=demo).first() or Quota(user=demo)
+        for name, limit in DEMO_QUOTA.items():
+            setattr(quota, name, limit)
+        save_quota(quota, actor=None)  # audited as the system when it changes anything
         self.stdout.write(f"quota of demo: {DEMO_QUOTA}")
         call_command("load_catalog", stdout=self.stdout)
