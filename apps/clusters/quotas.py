@@ -104,8 +104,9 @@ ORDER BY q.id
 
 # Usage per scope, one row each: (group id or NULL for the user, clusters, instances, cores,
 # memory, disks, disks per kind), in one pass over the scope's live clusters. Instances count
-# while active; disks are the active allocations (of active instances: reserve and release
-# switch both together, and queued instances then cost no lookup). {scopes} yields
+# while active. An active instance holds exactly `disks` disks of `disk_kind` (the reservation
+# allocates them, a reuse plan checks count and kind, release frees both together), so disks are
+# counted from the instance rows without visiting every allocation. {scopes} yields
 # (group_id, owners[]) rows.
 USAGE_SQL = """
 WITH scope AS ({scopes})
@@ -115,14 +116,9 @@ CROSS JOIN LATERAL (
     SELECT COUNT(DISTINCT c.id), COUNT(*) FILTER (WHERE i.active),
            COALESCE(SUM(i.cores) FILTER (WHERE i.active), 0),
            COALESCE(SUM(i.memory_mb) FILTER (WHERE i.active), 0),
-           COALESCE(SUM(a.total), 0), {kinds}
+           COALESCE(SUM(i.disks) FILTER (WHERE i.active), 0), {kinds}
     FROM clusters_cluster c
     LEFT JOIN clusters_instance i ON i.cluster_id = c.id
-    LEFT JOIN LATERAL (
-        SELECT COUNT(*) AS total, {kind_counts}
-        FROM clusters_diskallocation a JOIN inventory_disk k ON k.id = a.disk_id
-        WHERE a.instance_id = i.id AND a.active AND i.active  -- only held ones hold disks
-    ) a ON TRUE
     WHERE c.owner_id = ANY(s.owners) AND c.state IN ({live})
       AND c.id IS DISTINCT FROM %(exclude)s::bigint
 ) u
@@ -183,9 +179,9 @@ def _usage_sql(scopes: str) -> str:
     return USAGE_SQL.format(
         scopes=SCOPES[scopes].format(**tables),
         live=tables["live"],
-        kinds=", ".join(f"COALESCE(SUM(a.{kind}), 0)" for kind in DISK_KINDS),
-        kind_counts=", ".join(
-            f"COUNT(*) FILTER (WHERE k.kind = '{kind}') AS {kind}" for kind in DISK_KINDS
+        kinds=", ".join(
+            f"COALESCE(SUM(i.disks) FILTER (WHERE i.active AND i.disk_kind = '{kind}'), 0)"
+            for kind in DISK_KINDS
         ),
     )
 

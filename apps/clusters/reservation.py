@@ -427,6 +427,11 @@ def _reuse_plan(previous_id: int, owner_id: int, wants: list[Want]) -> list | st
         for allocation in kept:
             if allocation.disk.state != Disk.State.AVAILABLE:
                 return f"disk {allocation.disk} holding {name}'s data is {allocation.disk.state}"
+            if allocation.disk.kind != want.disk_kind:  # quotas count disks by the asked kind
+                return (
+                    f"disk {allocation.disk} holding {name}'s data is "
+                    f"{allocation.disk.kind.upper()}; asked for {want.disk_kind.upper()}"
+                )
         plan.append((before.node_id, [a.disk_id for a in kept]))
     return plan
 

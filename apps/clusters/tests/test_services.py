@@ -114,6 +114,16 @@ def test_reuse_is_refused_when_a_disk_failed(alice):
     assert "is failed" in outcome.message
 
 
+def test_reuse_is_refused_when_the_kept_disks_are_of_another_kind(alice):
+    make_node(disks={"hdd": 2, "ssd": 2})
+    old = make_cluster(alice, wants(1, disks=2, kind="ssd"))
+    reserve(old.id)
+    destroy_now(old.id)
+    outcome = reserve(make_cluster(alice, wants(1, disks=2, kind="hdd"), reuse_data_of=old).id)
+    assert outcome.cause == "reuse"
+    assert "is SSD; asked for HDD" in outcome.message
+
+
 def test_reuse_is_refused_when_the_node_is_down(alice):
     node = make_node()
     old = make_cluster(alice, wants(1, disks=2))
