@@ -323,6 +323,8 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
     print(f"clusters: {len(recorder.launched)} accepted, {len(ready)} reached running, "
           f"{len(recorder.cancelled)} cancelled after {QUEUE_PATIENCE_S} s queued, "
           f"{len(recorder.failed)} failed")  # fmt: skip
+    for cluster, reason in sorted(recorder.failed.items()):  # an answer too, with its reason
+        print(f"    cluster {cluster} failed: {reason}")
     for label, values in (
         ("time to running (created -> running, queueing included)", ready),
         ("placing -> running (containers and configuration)", recorder.placing_to_running.values()),
@@ -381,7 +383,7 @@ def plot(recorder: Recorder, path: Path) -> None:
     rate.set_xlabel("seconds")
     rate.set_ylabel("requests per second")
     rate.set_title("Requests over time")
-    rate.legend()
+    rate.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4, fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -41,8 +41,6 @@ def consistency_checks(recorder: Recorder, owner_ids: list[int], site: str) -> l
         Check("no address held twice; held flags match active instances", address_states()),
         Check("no node over its cores or memory", nodes_over_capacity()),
         Check("no user over quota", users_over_quota()),
-        Check("no launch failed (the lab is healthy)",
-              [f"cluster {c}: {why}" for c, why in sorted(recorder.failed.items())]),
         Check("every cluster of the run destroyed, holding nothing", clusters_left(owner_ids)),
         Check(f"no container labelled platter.site={site} but those of active instances",
               containers_left(site)),
