@@ -44,7 +44,8 @@ def test_a_role_cannot_ask_for_host_access(key):
 def test_a_catalog_file_cannot_ask_for_host_access(db, tmp_path, key):
     path = tmp_path / "catalog.json"
     item = {"version": "1.0", "image": "x:1", "roles": make_version().roles, key: HOST_ACCESS[key]}
-    path.write_text(json.dumps({"products": [{"name": "sneaky", "title": "S", "versions": [item]}]}))
+    product = {"name": "sneaky", "title": "S", "versions": [item]}
+    path.write_text(json.dumps({"products": [product]}))
     with pytest.raises(CatalogFileError, match=f"unknown keys {key}"):
         load_catalog(path)
     assert not ProductVersion.objects.filter(product__name="sneaky").exists()
