@@ -22,6 +22,7 @@ class ProdServer:
     url: str
     secret_key: str
     db_password: str
+    metrics_token: str
     log: Path
 
     def output(self) -> str:
@@ -50,12 +51,14 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
         folder = tmp_path_factory.mktemp("prod")
         secret_key = secrets.token_urlsafe(60)
         db_password = f"db-pw-{secrets.token_hex(8)}"
+        metrics_token = secrets.token_urlsafe(32)
         files = {
             "SECRET_KEY_FILE": secret_key,
             "DATABASE_URL_FILE": database_url(db_password, database_port),
             "REDIS_URL_FILE": settings.CACHES["default"]["LOCATION"],
+            "PLATTER_METRICS_TOKEN_FILE": metrics_token,
         }
-        hidden = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DEBUG"}
+        hidden = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "PLATTER_METRICS_TOKEN", "DEBUG"}
         env = {key: value for key, value in os.environ.items() if key not in hidden}
         for name, value in files.items():
             path = folder / name.lower()
@@ -81,7 +84,7 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"gunicorn did not start:\n{log.read_text()}")
                 time.sleep(0.2)
-        return ProdServer(url, secret_key, db_password, log)
+        return ProdServer(url, secret_key, db_password, metrics_token, log)
 
     yield start
     for server in started:

@@ -1,6 +1,6 @@
 """Secrets stay secret: a token's text is answered once, at creation, and never again (API,
 pages, admin, logs); a password typed at sign-in is not logged or stored; production's error
-pages and logs never show SECRET_KEY or the database password."""
+pages and logs never show SECRET_KEY, the database password or the metrics token."""
 
 import logging
 
@@ -26,7 +26,7 @@ def test_a_tokens_text_is_answered_once_and_never_again(client, alice, admin_use
     created = client.post("/api/v1/tokens", {"name": "laptop"}, content_type="application/json")
     assert created.status_code == 201
     raw = created.json()["token"]
-    secret_part = raw.rsplit("_", 1)[1]
+    secret_part = raw.split("_", 2)[2]  # plt_<prefix>_<secret>; the secret may hold "_"
     assert len(secret_part) >= 40
 
     # The token works...
@@ -87,12 +87,17 @@ def test_production_error_pages_and_logs_show_no_secret(prod_server_factory):
         httpx.get(f"{healthy.url}/", headers={**https, "Host": "evil.example"}),
     ]
     assert [a.status_code for a in answers[2:]] == [404, 400]
+    # The metrics token came from its *_FILE too: it opens /metrics, which is not an error.
+    scrape = {**https, "Authorization": f"Bearer {healthy.metrics_token}"}
+    assert httpx.get(f"{healthy.url}/metrics", headers=scrape).status_code == 200
     for server in (broken, healthy):
         for answer in answers:
             assert server.secret_key not in answer.text
             assert server.db_password not in answer.text
+            assert server.metrics_token not in answer.text
             assert "Traceback" not in answer.text
         output = server.output()
         assert "GET /" in output  # the server did log the requests
         assert server.secret_key not in output and server.db_password not in output
+        assert server.metrics_token not in output
     assert "Traceback" in broken.output()  # the 500 was logged, with its cause, for operators
