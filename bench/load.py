@@ -84,6 +84,11 @@ def run(url: str, tokens: list[str], duration: float, settle: float, seed: int =
 
     digests = [digest_of(token) for token in tokens]
     owner_ids = list(ApiToken.objects.filter(digest__in=digests).values_list("user_id", flat=True))
+    if len(owner_ids) != len(tokens):  # else the checks would look at the wrong database
+        raise SystemExit(
+            f"{len(tokens) - len(owner_ids)} of the tokens are unknown to database "
+            f"{settings.DATABASES['default']['NAME']}: set DATABASE_URL to the portal's database"
+        )
     recorder = asyncio.run(drive(url, tokens, duration, settle, seed))
     load_checks.wait_until_settled(owner_ids, seconds=30)
     found = load_checks.consistency_checks(recorder, owner_ids, settings.PLATTER_SITE)
@@ -421,7 +426,7 @@ def main() -> None:
             outcome = run(url, tokens, args.duration, args.settle, args.seed)
     report(outcome, notes, args.duration)
     plot(outcome.recorder, out / "load.png")
-    print(f"# plot: {out / 'load.png'}; logs: {out}/load-*.log")
+    print(f"# plot: {out / 'load.png'}" + ("" if args.url else f"; logs: {out}/load-*.log"))
     sys.exit(0 if outcome.passed else 1)
 
 

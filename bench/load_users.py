@@ -69,7 +69,6 @@ class Mine:
     url: str
     since: float  # when the user launched it (monotonic)
     state: str = "queued"
-    destroy_asked: bool = False
 
 
 class User:
@@ -162,9 +161,7 @@ class User:
     async def destroy(self, cluster: int) -> None:
         keep = self.rng.random() < 0.5
         params = {"keep_data": "true" if keep else "false"}
-        response = await self.call("destroy", "DELETE", self.mine[cluster].url, params=params)
-        if response is not None and response.status_code == 202:
-            self.mine[cluster].destroy_asked = True
+        await self.call("destroy", "DELETE", self.mine[cluster].url, params=params)
 
     async def wind_down(self, deadline: float) -> None:
         """Destroy everything left and watch it go, until the deadline."""
