@@ -363,6 +363,8 @@ AXES_RESET_ON_SUCCESS = True
 # A failure while locked out does not start the cool-off again: a locked user knows when to
 # come back, and an attacker gains nothing by trying (the pair stays refused meanwhile).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Its start-up banner would open every manage.py command and worker log.
+AXES_VERBOSE = False
 
 # Sessions: a sign-in lasts a working day, and the session cookie is never readable by
 # scripts. prod.py adds Secure to every cookie.
