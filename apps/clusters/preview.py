@@ -85,9 +85,11 @@ def quota_usage(user: AbstractBaseUser, demand: Demand = NO_DEMAND) -> list[Scop
     asked = demand.as_limits(clusters=1 if demand.instances else 0)
     own = Quota.objects.filter(user=user).first()
     limits = own.limits() if own else default_limits()
-    scopes = [_scope(f"user {user.get_username()}", limits, user_usage(user.pk), asked)]
+    # Counted as the launch counts it: queued clusters take their share already.
+    used = user_usage(user.pk, committed=True)
+    scopes = [_scope(f"user {user.get_username()}", limits, used, asked)]
     for quota in Quota.objects.filter(group__user=user).select_related("group").order_by("id"):
-        used = group_usage(quota.group_id)
+        used = group_usage(quota.group_id, committed=True)
         scopes.append(_scope(f"group {quota.group.name}", quota.limits(), used, asked))
     return scopes
 

@@ -104,19 +104,19 @@ ORDER BY q.id
 
 # Usage per scope, one row each: (group id or NULL for the user, clusters, instances, cores,
 # memory, disks, disks per kind), in one pass over the scope's live clusters. Instances count
-# while active. An active instance holds exactly `disks` disks of `disk_kind` (the reservation
-# allocates them, a reuse plan checks count and kind, release frees both together), so disks are
-# counted from the instance rows without visiting every allocation. {scopes} yields
-# (group_id, owners[]) rows.
+# while active ({counted}; "committed" usage also counts queued clusters' instances). An active
+# instance holds exactly `disks` disks of `disk_kind` (the reservation allocates them, a reuse
+# plan checks count and kind, release frees both together), so disks are counted from the
+# instance rows without visiting every allocation. {scopes} yields (group_id, owners[]) rows.
 USAGE_SQL = """
 WITH scope AS ({scopes})
 SELECT s.group_id, u.*
 FROM scope s
 CROSS JOIN LATERAL (
-    SELECT COUNT(DISTINCT c.id), COUNT(*) FILTER (WHERE i.active),
-           COALESCE(SUM(i.cores) FILTER (WHERE i.active), 0),
-           COALESCE(SUM(i.memory_mb) FILTER (WHERE i.active), 0),
-           COALESCE(SUM(i.disks) FILTER (WHERE i.active), 0), {kinds}
+    SELECT COUNT(DISTINCT c.id), COUNT(*) FILTER (WHERE {counted}),
+           COALESCE(SUM(i.cores) FILTER (WHERE {counted}), 0),
+           COALESCE(SUM(i.memory_mb) FILTER (WHERE {counted}), 0),
+           COALESCE(SUM(i.disks) FILTER (WHERE {counted}), 0), {kinds}
     FROM clusters_cluster c
     LEFT JOIN clusters_instance i ON i.cluster_id = c.id
     WHERE c.owner_id = ANY(s.owners) AND c.state IN ({live})
@@ -174,23 +174,29 @@ def _limits(row: tuple) -> dict[str, int | None]:
 
 
 @functools.cache
-def _usage_sql(scopes: str) -> str:
+def _usage_sql(scopes: str, committed: bool) -> str:
     tables = _tables()
+    counted = "(i.active OR c.state = 'queued')" if committed else "i.active"
     return USAGE_SQL.format(
         scopes=SCOPES[scopes].format(**tables),
         live=tables["live"],
+        counted=counted,
         kinds=", ".join(
-            f"COALESCE(SUM(i.disks) FILTER (WHERE i.active AND i.disk_kind = '{kind}'), 0)"
+            f"COALESCE(SUM(i.disks) FILTER (WHERE {counted} AND i.disk_kind = '{kind}'), 0)"
             for kind in DISK_KINDS
         ),
     )
 
 
 def usage_statement(
-    owner_id: int, exclude_cluster: int | None = None, scopes: str = "owner"
+    owner_id: int,
+    exclude_cluster: int | None = None,
+    scopes: str = "owner",
+    committed: bool = False,
 ) -> tuple[str, dict]:
-    """USAGE_SQL for the user and their groups with a quota (or only the user, or a group)."""
-    return _usage_sql(scopes), {"owner": owner_id, "exclude": exclude_cluster}
+    """USAGE_SQL for the user and their groups with a quota (or only the user, or a group):
+    what their instances hold, or with `committed` also what their queued clusters will."""
+    return _usage_sql(scopes, committed), {"owner": owner_id, "exclude": exclude_cluster}
 
 
 def usage_by_scope(rows: list[tuple]) -> dict[int | None, dict[str, int]]:
@@ -220,14 +226,19 @@ def _fetch(statement: tuple[str, dict]) -> list[tuple]:
         return cursor.fetchall()
 
 
-def user_usage(user_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
-    """Current usage of the user's live clusters, per limit."""
-    return usage_by_scope(_fetch(usage_statement(user_id, exclude_cluster, "user")))[None]
+def user_usage(
+    user_id: int, exclude_cluster: int | None = None, committed: bool = False
+) -> dict[str, int]:
+    """Current usage of the user's live clusters, per limit (see usage_statement)."""
+    statement = usage_statement(user_id, exclude_cluster, "user", committed)
+    return usage_by_scope(_fetch(statement))[None]
 
 
-def group_usage(group_id: int, exclude_cluster: int | None = None) -> dict[str, int]:
+def group_usage(
+    group_id: int, exclude_cluster: int | None = None, committed: bool = False
+) -> dict[str, int]:
     """Current usage of the live clusters of every member of the group, per limit."""
-    rows = _fetch(usage_statement(group_id, exclude_cluster, "group"))
+    rows = _fetch(usage_statement(group_id, exclude_cluster, "group", committed))
     return usage_by_scope(rows)[group_id]
 
 
@@ -237,12 +248,14 @@ def default_limits() -> dict[str, int | None]:
 
 
 def check_quota(user_id: int, demand: Demand, exclude_cluster: int | None = None) -> None:
-    """Raise QuotaExceeded naming the first limit the demand would break. Call inside the
-    transaction that takes the resources so the locks keep the check true until commit."""
+    """Raise QuotaExceeded naming the first limit a new cluster's demand would break, counting
+    the user's queued clusters as if they ran: what is accepted now can all run together, so a
+    queued cluster is not failed later for a quota it fit when it was accepted. Call inside the
+    transaction that creates the cluster: the locks keep the check true until commit."""
     rows = _fetch(lock_statement(user_id))
     if not rows:
         raise get_user_model().DoesNotExist(f"no user {user_id}")
-    usage = usage_by_scope(_fetch(usage_statement(user_id, exclude_cluster)))
+    usage = usage_by_scope(_fetch(usage_statement(user_id, exclude_cluster, committed=True)))
     problem = exceeded(demand, scopes_of(rows), usage)
     if problem is not None:
         raise problem

@@ -47,10 +47,21 @@ def test_it_limits_disks_per_kind(alice):
         make_cluster(alice, wants(1, disks=3, kind="ssd"))
 
 
+def test_queued_clusters_count_against_the_quota_at_launch(alice):
+    Quota.objects.create(user=alice, max_instances=5)
+    make_cluster(alice, wants(3))  # queued: holds nothing yet, but will
+    with pytest.raises(QuotaExceeded, match="max_instances of user alice is 5: asked 3, already"
+                       " using 3"):  # fmt: skip
+        make_cluster(alice, wants(3))
+    assert user_usage(alice.id)["max_instances"] == 0  # what is held is still nothing
+    assert user_usage(alice.id, committed=True)["max_instances"] == 3
+
+
 def test_the_reservation_checks_again_and_fails_the_cluster(alice):
-    Quota.objects.create(user=alice, max_instances=3)
+    quota = Quota.objects.create(user=alice, max_instances=4)
     first = make_cluster(alice, wants(2))
-    second = make_cluster(alice, wants(2))  # fits while the first holds nothing
+    second = make_cluster(alice, wants(2))
+    Quota.objects.filter(id=quota.id).update(max_instances=3)  # an admin lowered it meanwhile
     reserve(first.id)
     outcome = reserve(second.id)
     assert outcome.cause == "quota"
