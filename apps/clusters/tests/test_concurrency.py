@@ -44,16 +44,23 @@ def run_together(jobs):
     return results
 
 
+STRICT = {"max_clusters": 50, "max_instances": 6, "max_cores": 12, "max_disks": 9,
+          "max_disks_ssd": 3}  # fmt: skip
+
+
 def users_with_quotas(count):
+    """Users whose quotas let them queue every cluster below; `tighten` then lowers them, as an
+    admin may while clusters wait, so the reservations themselves have limits to enforce."""
     users = []
     for n in range(count):
         user = get_user_model().objects.create_user(f"user{n}", f"u{n}@example.org", "pw-12345")
-        Quota.objects.create(
-            user=user, max_clusters=50, max_instances=6, max_cores=12, max_disks=9,
-            max_disks_ssd=3,
-        )  # fmt: skip
+        Quota.objects.create(user=user, **dict.fromkeys(STRICT, 1000))
         users.append(user)
     return users
+
+
+def tighten():
+    Quota.objects.update(**STRICT)
 
 
 def assert_invariants(clusters):
@@ -111,6 +118,7 @@ def test_parallel_reservations_never_double_book_or_exceed_limits(settings):
         disks = 1 if kind == "ssd" else rng.randint(1, 3)
         shape = wants(size, cores=rng.randint(1, 3), memory_mb=2048, disks=disks, kind=kind)
         clusters.append(make_cluster(users[n % len(users)], shape))
+    tighten()
     results = run_together([lambda c=c: reserve(c.id) for c in clusters])
     errors = [r for r in results if isinstance(r, Exception)]
     assert errors == []
@@ -133,6 +141,7 @@ def test_parallel_reserves_and_releases_keep_every_invariant(settings):
     placed = [c for c in first if isinstance(reserve(c.id), Reservation)]
     assert placed
     late = [make_cluster(users[n % 4], wants(2, cores=1, disks=1)) for n in range(32)]
+    tighten()
     jobs = [lambda c=c: release(c.id) for c in placed] + [lambda c=c: reserve(c.id) for c in late]
     results = run_together(jobs)
     assert [r for r in results if isinstance(r, Exception)] == []
