@@ -11,7 +11,7 @@ from django.db.models import Count, Sum
 
 from apps.accounts.models import Quota
 from apps.clusters.models import Cluster, DiskAllocation, Instance
-from apps.clusters.quotas import user_usage
+from apps.clusters.quotas import QuotaExceeded, user_usage
 from apps.clusters.reservation import Rejection, Reservation, release, reserve
 from apps.inventory.models import Address, Disk, Node
 
@@ -148,3 +148,12 @@ def test_parallel_reserves_and_releases_keep_every_invariant(settings):
     for cluster in placed:
         Cluster.objects.filter(id=cluster.id).update(state="destroyed")
     assert_invariants(late)
+
+
+def test_parallel_launches_never_queue_more_than_the_quota(alice):
+    Quota.objects.create(user=alice, max_instances=6)
+    results = run_together([lambda: make_cluster(alice, wants(2)) for _ in range(16)])
+    accepted = [r for r in results if isinstance(r, Cluster)]
+    refused = [r for r in results if isinstance(r, QuotaExceeded)]
+    assert (len(accepted), len(refused)) == (3, 13)  # 3 x 2 instances fill a limit of 6
+    assert user_usage(alice.id, committed=True)["max_instances"] == 6
