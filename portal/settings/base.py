@@ -387,14 +387,16 @@ NODE_HELPER_TIMEOUT = envint("PLATTER_NODE_HELPER_TIMEOUT", 1800)
 # delays work of its own kind. Hard time limits are the last resort against a call that hangs
 # (image pulls have no timeout in the Docker SDK); they need the prefork pool, the default of
 # `celery worker`. A killed cluster task leaves its cluster to beat's resume_stalled.
-from kombu import Queue  # noqa: E402
+from kombu import Exchange, Queue  # noqa: E402
 
 from portal.queues import ALL_QUEUES, DEFAULT, TASK_QUEUES  # noqa: E402
 
 CELERY_TASK_ROUTES = {name: {"queue": queue} for name, queue in TASK_QUEUES.items()}
 CELERY_TASK_DEFAULT_QUEUE = DEFAULT
-# Declared up front, so `celery purge` and app.control.purge() empty every queue.
-CELERY_TASK_QUEUES = [Queue(name) for name in ALL_QUEUES]
+# Declared up front, so `celery purge` and app.control.purge() empty every queue; each with an
+# exchange and routing key of its own (a bare Queue(name) would bind every queue to the default
+# queue's exchange and key, so anything published there by key would reach all of them).
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name) for name in ALL_QUEUES]
 _TIME_LIMITS = {
     "clusters": envint("PLATTER_CLUSTER_TASK_TIME_LIMIT", 1800),
     "nodes": envint("PLATTER_NODE_TASK_TIME_LIMIT", 4 * 3600),

@@ -38,6 +38,8 @@ def test_every_platter_task_goes_to_a_queue_the_workers_consume():
     # Declared up front, so a purge empties them all (other tests add queues of their own to
     # app.amqp.queues as they publish to them, hence the settings).
     assert {queue.name for queue in settings.CELERY_TASK_QUEUES} == set(ALL_QUEUES)
+    # ...each bound by a key of its own, so a message reaches exactly one of them.
+    assert all(q.routing_key == q.exchange.name == q.name for q in settings.CELERY_TASK_QUEUES)
     for name in ("launch_cluster", "stop_cluster", "start_cluster", "destroy_cluster"):
         assert queue_of(f"platter.{name}") == CLUSTERS
     assert queue_of("platter.bench_disks") == NODES
