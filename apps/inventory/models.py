@@ -54,7 +54,9 @@ class Disk(models.Model):
         FAILED = "failed"
         RETIRED = "retired"
 
-    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="disks")
+    # No index of its own: disk_unique_mount_per_node (node, mount_path) serves lookups by node,
+    # and every index here costs an entry each time a reservation flips a disk's state.
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="disks", db_index=False)
     mount_path = models.CharField(max_length=255)
     # Block device on the node; blkio throttles are set per device.
     device = models.CharField(max_length=255, blank=True)
