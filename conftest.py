@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: personas, the real lab's inventory and a real Celery worker."""
+"""Shared pytest fixtures: personas, the real lab's inventory, a real Celery worker and a real
+browser."""
 
 import os
 import shutil
@@ -144,3 +145,25 @@ def lab_cleanup(lab_inventory):
             container.remove(force=True)
     for disk in Disk.objects.filter(node__in=lab_inventory):
         shutil.rmtree(Path(disk.mount_path) / settings.PLATTER_SITE, ignore_errors=True)
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (no browser download), one per test module."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (./platter installs it)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # still plain synchronous ones (the live server answers from its own thread).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

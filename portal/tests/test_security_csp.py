@@ -2,16 +2,10 @@
 slipped into a portal page does not run and is reported, while the portal's own pages (htmx
 included) and the API docs work with no violation at all."""
 
-import os
-import shutil
-
 import pytest
 from django.core.management import call_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]  # fmt: skip
 # Collects every violation the page reports; init scripts run outside the page's CSP.
 WATCH_VIOLATIONS = """
 window.__violations = [];
@@ -22,20 +16,6 @@ INJECTED = (
     b'<script>window.__injected = true; document.title = "owned";</script>'
     b'<img src="/static/none.png" onerror="window.__handler = true">'
 )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (./platter installs it)")
-    from playwright.sync_api import sync_playwright
-
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's loop lives in this thread
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture

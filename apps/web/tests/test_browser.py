@@ -4,7 +4,6 @@ Screenshots of the main pages go to artifacts/web/ (not committed)."""
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,27 +14,7 @@ from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]  # fmt: skip
 SHOTS = Path(settings.BASE_DIR) / "artifacts" / "web"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (./platter installs it)")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # still plain synchronous ones (the live server answers from its own thread).
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture
@@ -61,6 +40,7 @@ def sign_in(page, username: str, password: str) -> None:
 
 
 def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SHOTS / f"{name}.png", full_page=True)
 
 
