@@ -17,6 +17,12 @@ from django.http import HttpRequest, HttpResponse
 request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 client_address: ContextVar[str | None] = ContextVar("client_address", default=None)
 cluster_id: ContextVar[int | None] = ContextVar("cluster_id", default=None)
+# By name, for bound() and for the log filter that copies them onto every record.
+VARIABLES: dict[str, ContextVar] = {
+    "request_id": request_id,
+    "cluster_id": cluster_id,
+    "client_address": client_address,
+}
 
 # A caller's X-Request-ID is kept when it looks like an id, so a proxy's id follows the request.
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{8,64}$")
@@ -41,9 +47,7 @@ def address_of(request: HttpRequest) -> str:
 @contextmanager
 def bound(**values: object) -> Iterator[None]:
     """Set context values for a block (a task, a command) and restore them after."""
-    variables = {"request_id": request_id, "client_address": client_address,
-                 "cluster_id": cluster_id}  # fmt: skip
-    tokens = [(variables[name], variables[name].set(value)) for name, value in values.items()]
+    tokens = [(VARIABLES[name], VARIABLES[name].set(value)) for name, value in values.items()]
     try:
         yield
     finally:

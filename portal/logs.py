@@ -13,18 +13,12 @@ from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
 from portal import context
 
-CONTEXT = {
-    "request_id": context.request_id,
-    "cluster_id": context.cluster_id,
-    "client_address": context.client_address,
-}
-
 
 class ContextFilter(logging.Filter):
     """Adds request_id, cluster_id and client_address to a record when they are set."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        for name, variable in CONTEXT.items():
+        for name, variable in context.VARIABLES.items():
             value = variable.get()
             if value is not None and not hasattr(record, name):
                 setattr(record, name, value)

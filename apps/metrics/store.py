@@ -95,13 +95,16 @@ class Histogram:
     def key(self) -> str:
         return KEY_PREFIX + self.name
 
+    @functools.cached_property
     def bounds(self) -> list[str]:
+        """The buckets' upper bounds as the exposition writes them (formatted once: observe()
+        runs after every reservation)."""
         return [floatToGoString(bound) for bound in self.buckets] + ["+Inf"]
 
     def observe(self, seconds: float, **labels: object) -> None:
         values = [str(labels[name]) for name in self.labels]
         # Only the bucket the value falls in is stored; the scrape adds them up (cumulative).
-        bound = self.bounds()[bisect_left(self.buckets, seconds)]
+        bound = self.bounds[bisect_left(self.buckets, seconds)]
 
         def commands(pipe: redis.client.Pipeline) -> None:
             pipe.hincrby(self.key, _field("bucket", bound, *values), 1)
@@ -122,7 +125,7 @@ class Histogram:
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labels)
         for values in sorted(counts):
             family.add_metric(
-                list(values), list(_cumulative(self.bounds(), counts[values])), sums[values]
+                list(values), list(_cumulative(self.bounds, counts[values])), sums[values]
             )
         return family
 
