@@ -96,6 +96,48 @@ def reset_allocations() -> None:
         cur.execute("UPDATE inventory_address SET held = false WHERE held")
 
 
+def add_history(users, version, nodes: int) -> None:
+    """What a portal that has run for a while holds: destroyed clusters whose instances (two
+    per node) and released disk allocations stay as history. The planner then sees tables of a
+    lived-in size, as in production, instead of a handful of rows."""
+    from django.db import connection
+
+    from apps.clusters.models import Cluster, DiskAllocation, Instance
+
+    owners = [u.id for u in users]
+    with connection.cursor() as cur:
+        named = "owner_id, version_id, name, state, created, destroyed_at"
+        columns, holes, values = _other_columns(Cluster, named)
+        cur.execute(
+            f"INSERT INTO clusters_cluster ({named}{columns})"  # noqa: S608  (model columns)
+            f" SELECT (%s::bigint[])[1 + g %% %s], %s, 'h' || g, 'destroyed', now(), now(){holes}"
+            " FROM generate_series(1, %s) g",
+            [owners, len(owners), version.id, *values, nodes // 2],
+        )
+        named = (
+            "cluster_id, role, index, cores, memory_mb, disks, disk_kind, node_id, active, state"
+        )
+        columns, holes, values = _other_columns(Instance, named)
+        cur.execute(
+            f"INSERT INTO clusters_instance ({named}{columns})"  # noqa: S608  (model columns)
+            f" SELECT c.id, 'worker', k, 2, 8192, 2, 'hdd', n.id, false, 'released'{holes}"
+            " FROM clusters_cluster c CROSS JOIN generate_series(0, 3) k"
+            " JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS r FROM inventory_node) n"
+            "   ON n.r = ((c.id - 1) * 4 + k) %% %s"
+            " WHERE c.state = 'destroyed' ORDER BY c.id, k",
+            [*values, nodes],
+        )
+        named = "disk_id, instance_id, active, data_kept, created, released"
+        columns, holes, values = _other_columns(DiskAllocation, named)
+        cur.execute(
+            f"INSERT INTO clusters_diskallocation ({named}{columns})"  # noqa: S608
+            f" SELECT d.id, i.id, false, false, now(), now(){holes}"
+            " FROM clusters_instance i JOIN inventory_disk d ON d.node_id = i.node_id"
+            " AND d.mount_path IN ('/data/1', '/data/2') WHERE NOT i.active ORDER BY i.id, d.id",
+            values,
+        )
+
+
 def queue_clusters(users, version, shape, count: int) -> list[int]:
     from apps.clusters.models import Cluster, Instance
 
@@ -110,11 +152,8 @@ def queue_clusters(users, version, shape, count: int) -> list[int]:
     )
     from django.db import connection
 
-    # The queue grew by hundreds of rows: autoanalyze would notice. clusters_instance keeps its
-    # build-time statistics: a few hundred rows here, so fresh ones would make the planner scan
-    # it whole for every candidate node, which a real inventory of this size never does.
-    with connection.cursor() as cur:
-        cur.execute("ANALYZE clusters_cluster")
+    with connection.cursor() as cur:  # what autoanalyze would have done by now
+        cur.execute("VACUUM ANALYZE")
     return [c.id for c in clusters]
 
 
@@ -303,6 +342,7 @@ def bench(args) -> None:
             count = args.clusters if shape[0] > 1 else args.claims
             for clients in client_counts:
                 reset_allocations()
+                add_history(users, version, size)
                 ids = queue_clusters(users, version, shape, count)
                 share = functools.partial(_share, ids, clients)
                 # Raw right before and right after, pooled: both see the same background load.

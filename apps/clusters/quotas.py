@@ -107,18 +107,25 @@ ORDER BY q.id
 # while active ({counted}; "committed" usage also counts queued clusters' instances). An active
 # instance holds exactly `disks` disks of `disk_kind` (the reservation allocates them, a reuse
 # plan checks count and kind, release frees both together), so disks are counted from the
-# instance rows without visiting every allocation. {scopes} yields (group_id, owners[]) rows.
+# instance rows without visiting every allocation. Each cluster's instances are summed by a
+# lateral lookup on the cluster_id index: a plain join lets the planner hash the whole instance
+# table (history included) when it guesses an owner has many clusters. {scopes} yields
+# (group_id, owners[]) rows.
 USAGE_SQL = """
 WITH scope AS ({scopes})
 SELECT s.group_id, u.*
 FROM scope s
 CROSS JOIN LATERAL (
-    SELECT COUNT(DISTINCT c.id), COUNT(*) FILTER (WHERE {counted}),
-           COALESCE(SUM(i.cores) FILTER (WHERE {counted}), 0),
-           COALESCE(SUM(i.memory_mb) FILTER (WHERE {counted}), 0),
-           COALESCE(SUM(i.disks) FILTER (WHERE {counted}), 0), {kinds}
+    SELECT COUNT(*), COALESCE(SUM(i.instances), 0), COALESCE(SUM(i.cores), 0),
+           COALESCE(SUM(i.memory), 0), COALESCE(SUM(i.disks), 0), {kind_sums}
     FROM clusters_cluster c
-    LEFT JOIN clusters_instance i ON i.cluster_id = c.id
+    CROSS JOIN LATERAL (
+        SELECT COUNT(*) FILTER (WHERE {counted}) AS instances,
+               SUM(i.cores) FILTER (WHERE {counted}) AS cores,
+               SUM(i.memory_mb) FILTER (WHERE {counted}) AS memory,
+               SUM(i.disks) FILTER (WHERE {counted}) AS disks, {kinds}
+        FROM clusters_instance i WHERE i.cluster_id = c.id
+    ) i
     WHERE c.owner_id = ANY(s.owners) AND c.state IN ({live})
       AND c.id IS DISTINCT FROM %(exclude)s::bigint
 ) u
@@ -182,9 +189,10 @@ def _usage_sql(scopes: str, committed: bool) -> str:
         live=tables["live"],
         counted=counted,
         kinds=", ".join(
-            f"COALESCE(SUM(i.disks) FILTER (WHERE {counted} AND i.disk_kind = '{kind}'), 0)"
+            f"SUM(i.disks) FILTER (WHERE {counted} AND i.disk_kind = '{kind}') AS {kind}"
             for kind in DISK_KINDS
         ),
+        kind_sums=", ".join(f"COALESCE(SUM(i.{kind}), 0)" for kind in DISK_KINDS),
     )
 
 

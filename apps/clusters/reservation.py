@@ -273,6 +273,7 @@ placed AS (
     SET node_id = w.node_id, address_id = w.address_id, hostname = w.hostname,
         active = true, state = %(reserved)s
     FROM want w WHERE i.id = w.instance_id
+      AND i.id = ANY(ARRAY(SELECT instance_id FROM want))  -- an id lookup, never a table scan
 ),
 allocated AS (
     INSERT INTO clusters_diskallocation (disk_id, instance_id, active, data_kept, created)
