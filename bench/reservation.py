@@ -9,6 +9,8 @@ import argparse
 import functools
 import multiprocessing as mp
 import os
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -255,6 +257,42 @@ def raw_transactions(clients: int, seconds: float = 2.0) -> tuple[float, list[fl
     return done / wall, latencies
 
 
+PGBENCH_SCALE = 8  # branches: one per client at most, so pgbench's clients never queue on one row
+
+
+def init_pgbench() -> None:
+    """pgbench's own tables in the bench database (TPC-B-like: accounts, tellers, branches)."""
+    subprocess.run(
+        ["pgbench", "-i", "-q", "-s", str(PGBENCH_SCALE), *_pgbench_target()],
+        check=True, capture_output=True, env=_pgbench_env(),
+    )  # fmt: skip
+
+
+def pgbench_tps(clients: int, seconds: int = 1) -> float:
+    """Transactions/s of pgbench's built-in TPC-B-like script (BEGIN; 3 UPDATEs, a SELECT and
+    an INSERT; END) with prepared statements and `clients` connections: the usual yardstick
+    of what a Postgres server does per second."""
+    done = subprocess.run(
+        ["pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
+         "-T", str(seconds), *_pgbench_target()],
+        check=True, capture_output=True, text=True, env=_pgbench_env(),
+    )  # fmt: skip
+    found = re.search(r"^tps = ([0-9.]+)", done.stdout, re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"pgbench printed no tps:\n{done.stdout}{done.stderr}")
+    return float(found.group(1))
+
+
+def _pgbench_target() -> list[str]:
+    db = settings.DATABASES["default"]
+    return ["-h", db["HOST"], "-p", str(db["PORT"]), "-U", db["USER"], BENCH_DB]
+
+
+def _pgbench_env() -> dict[str, str]:
+    password = settings.DATABASES["default"].get("PASSWORD")
+    return {**os.environ, **({"PGPASSWORD": password} if password else {})}
+
+
 def double_allocations() -> int:
     from django.db import connection
 
@@ -326,11 +364,13 @@ def bench(args) -> None:
     client_counts = [int(c) for c in args.clients.split(",")]
     print(describe_setup())
     print(f"# load average at start: {_load()} (other work on this machine slows every number)")
+    init_pgbench()
     header = (
         f"{'nodes':>6} {'shape':<17} {'cpus':>4} {'cli':>3} {'n':>4} {'ok':>4} {'p50 ms':>7}"
         f" {'p95 ms':>7} {'p99 ms':>7} {'res/s':>6} {'raw p99':>7} {'raw tx/s':>8}"
-        f" {'ratio':>6} {'p99/raw':>7} {'double':>6}"
+        f" {'ratio':>6} {'p99/raw':>7} {'tpcb/s':>7} {'ratio':>6} {'double':>6}"
     )
+    results = []
     print(header)
     print("-" * len(header))
     for size in sizes:
@@ -347,9 +387,11 @@ def bench(args) -> None:
                 share = functools.partial(_share, ids, clients)
                 # Raw right before and right after, pooled: both see the same background load.
                 raw_before, latencies_before = raw_transactions(clients, seconds=1.0)
+                tpcb_before = pgbench_tps(clients)
                 latencies, ok, wall = run_processes(clients, _reserve_client, share)
+                tpcb_after = pgbench_tps(clients)
                 raw_after, latencies_after = raw_transactions(clients, seconds=1.0)
-                raw = (raw_before + raw_after) / 2
+                raw, tpcb = (raw_before + raw_after) / 2, (tpcb_before + tpcb_after) / 2
                 raw_latencies = latencies_before + latencies_after
                 rate = len(ids) / wall
                 p99, raw_p99 = pct(latencies, 99), pct(raw_latencies, 99)
@@ -357,20 +399,57 @@ def bench(args) -> None:
                     f"{size:>6} {name:<17} {os.cpu_count():>4} {clients:>3} {len(ids):>4}"
                     f" {ok:>4} {pct(latencies, 50):>7.1f} {pct(latencies, 95):>7.1f}"
                     f" {p99:>7.1f} {rate:>6.0f} {raw_p99:>7.2f} {raw:>8.0f} {rate / raw:>6.1%}"
-                    f" {p99 / raw_p99:>6.0f}x {double_allocations():>6}",
+                    f" {p99 / raw_p99:>6.0f}x {tpcb:>7.0f} {rate / tpcb:>6.1%}"
+                    f" {double_allocations():>6}",
                     flush=True,
                 )
+                results.append((size, name, clients, latencies, rate / raw, rate / tpcb))
     print(
         "cpus = cores shared by all client processes and Postgres; cli = client processes (each"
         " its own interpreter and connection);\nres/s = reservations per second over all"
         " clients; raw = BEGIN; SELECT .. FOR UPDATE; UPDATE; COMMIT on the client's own row of"
         " a 64-row table,\nby the same number of client processes, plain psycopg, 1 s right"
         " before and 1 s right after;"
-        " ratio = res/s over raw tx/s; p99/raw = our p99 over raw p99;\ndouble = disks or"
+        " ratio = res/s over raw tx/s; p99/raw = our p99 over raw p99;\ntpcb/s = pgbench's"
+        " TPC-B-like transactions/s (-M prepared, same clients, 1 s before and after), ratio ="
+        " res/s over it;\ndouble = disks or"
         " addresses held twice + nodes over capacity, checked after each run.\nWith more"
         " client processes than cores, latency includes waiting for a core (see raw p99)."
     )
     print(f"# load average at end: {_load()}")
+    plot(results, OUT / "reservation.png")
+    print(f"# plot: {OUT / 'reservation.png'}")
+
+
+OUT = ROOT / "bench" / "out"
+
+
+def plot(results: list, path: Path) -> None:
+    """Latency percentiles (left) and throughput as a share of both raw baselines (right),
+    one group of bars per inventory size, shape and client count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{size // 1000}k {name}\n{clients} cli" for size, name, clients, *_ in results]
+    x = range(len(results))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
+    for offset, p in ((-0.27, 50), (0, 95), (0.27, 99)):
+        left.bar([i + offset for i in x], [pct(r[3], p) for r in results], 0.27, label=f"p{p}")
+    left.axhline(50, color="red", linestyle="--", linewidth=1, label="aim: p99 < 50 ms")
+    left.set_ylabel("ms per reservation")
+    right.bar([i - 0.2 for i in x], [100 * r[4] for r in results], 0.4, label="of raw tx/s")
+    right.bar([i + 0.2 for i in x], [100 * r[5] for r in results], 0.4, label="of pgbench tx/s")
+    right.axhline(25, color="red", linestyle="--", linewidth=1, label="aim: 25%")
+    right.set_ylabel("reservations/s, % of baseline")
+    for axis in (left, right):
+        axis.set_xticks(list(x), labels, fontsize=7)
+        axis.legend(fontsize=8)
+    fig.suptitle("bench/reservation: latency and throughput next to raw Postgres (same run)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
 
 
 def _load() -> str:

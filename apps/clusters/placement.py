@@ -119,6 +119,21 @@ def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
     return {f.node_id: f for f in _fetch((sql, params), known)}
 
 
+# What every candidate must offer at least (the smallest of the instances to place), which
+# nodes to leave out and how many candidates to return: given as values, or read from a
+# queued cluster's instances inside the statement (the reservation sends it in the same
+# round trip as the cluster lock). A cluster reusing data has no candidates: its instances go
+# back to the nodes holding their data. kind is NULL when the instances ask for several kinds.
+GIVEN_WANT = """SELECT %(cores)s::int AS cores, %(memory)s::int AS memory, %(disks)s::int AS disks,
+    %(kind)s::text AS kind, %(avoid)s::bigint[] AS avoid, %(window)s::int AS size"""
+CLUSTER_WANT = """SELECT MIN(i.cores) AS cores, MIN(i.memory_mb) AS memory, MIN(i.disks) AS disks,
+    CASE WHEN COUNT(DISTINCT i.disk_kind) = 1 THEN MIN(i.disk_kind) END AS kind,
+    ARRAY(SELECT jsonb_array_elements_text(c.avoid_nodes)::bigint) AS avoid,
+    GREATEST(%(window)s::int, 2 * COUNT(*))::int AS size
+    FROM clusters_cluster c JOIN clusters_instance i ON i.cluster_id = c.id
+    WHERE c.id = %(cluster)s AND c.reuse_data_of_id IS NULL GROUP BY c.id"""
+
+
 def candidates_statement(
     wants: list, window: int | None = None, avoid: list[int] | None = None
 ) -> tuple[str, dict, tuple[str, ...]] | None:
@@ -127,37 +142,51 @@ def candidates_statement(
     kinds = {w.disk_kind for w in wants}
     if not kinds <= set(DISK_KINDS):
         return None  # no node has disks of an unknown kind
-    asked = tuple(sorted(kinds))
     params = {
         "cores": min(w.cores for w in wants),
         "memory": min(w.memory_mb for w in wants),
         "disks": min(w.disks for w in wants),
+        "kind": next(iter(kinds)) if len(kinds) == 1 else None,
         "avoid": list(avoid or []),
         "window": max(window or settings.SCHEDULER_CANDIDATE_WINDOW, 2 * len(wants)),
     }
-    return _candidates_sql(asked, bool(avoid)), params, asked
+    return _candidates_sql(GIVEN_WANT), params, DISK_KINDS
+
+
+def cluster_candidates_statement(cluster_id: int) -> tuple[str, dict, tuple[str, ...]]:
+    """candidates_statement() for the instances of a queued cluster, read by the statement
+    itself, avoiding the nodes its earlier placements failed on."""
+    params = {"cluster": cluster_id, "window": settings.SCHEDULER_CANDIDATE_WINDOW}
+    return _candidates_sql(CLUSTER_WANT), params, DISK_KINDS
+
+
+# Nodes that fit the smallest instance, in id order from a random pivot, wrapping around. The
+# scalar subqueries on `want` are computed once, before the scan: the plan stays a walk along
+# the node id index that stops at the window. The pivot is drawn once (a CTE used twice is
+# materialised), and the LIMIT over UNION ALL stops before the wrap-around part when the first
+# part fills it.
+CANDIDATES_SQL = """
+WITH want AS ({want}),
+pivot AS (SELECT MIN(id) + floor(random() * (MAX(id) - MIN(id) + 1))::bigint AS id
+          FROM inventory_node)
+SELECT * FROM (({after}) UNION ALL ({before})) found LIMIT (SELECT size FROM want)
+"""
+CANDIDATE_FIT = """n.state = 'active'
+    AND n.cores - COALESCE(u.cores, 0) >= (SELECT cores FROM want)
+    AND n.memory_mb - COALESCE(u.memory, 0) >= (SELECT memory FROM want)
+    AND NOT n.id = ANY((SELECT avoid FROM want)::bigint[])
+    AND ((SELECT kind FROM want) IS NULL
+         OR CASE (SELECT kind FROM want) {disks} ELSE -1 END >= (SELECT disks FROM want))
+    AND n.id {side} (SELECT id FROM pivot)"""
 
 
 @functools.cache
-def _candidates_sql(kinds: tuple[str, ...], avoid: bool) -> str:
-    fit = (
-        "n.state = 'active' AND n.cores - COALESCE(u.cores, 0) >= %(cores)s"
-        " AND n.memory_mb - COALESCE(u.memory, 0) >= %(memory)s"
-    )
-    if avoid:
-        fit += " AND NOT n.id = ANY(%(avoid)s::bigint[])"
-    if len(kinds) == 1:
-        fit += f" AND k.{kinds[0]} >= %(disks)s"
-    # One statement: the pivot is drawn once (a CTE used twice is materialised), and the
-    # LIMIT over UNION ALL stops before the wrap-around part when the first part fills it.
-    pivot = (
-        "WITH pivot AS (SELECT MIN(id) + floor(random() * (MAX(id) - MIN(id) + 1))::bigint"
-        " AS id FROM inventory_node) SELECT * FROM ("
-    )
-    order = " ORDER BY n.id LIMIT %(window)s"
-    after = _sql(f"{fit} AND n.id >= (SELECT id FROM pivot)", kinds, order)  # noqa: S608  (our constants)
-    before = _sql(f"{fit} AND n.id < (SELECT id FROM pivot)", kinds, order)  # noqa: S608
-    return f"{pivot}({after}) UNION ALL ({before})) found LIMIT %(window)s"
+def _candidates_sql(want: str) -> str:
+    disks = " ".join(f"WHEN '{kind}' THEN k.{kind}" for kind in DISK_KINDS)
+    order = " ORDER BY n.id LIMIT (SELECT size FROM want)"
+    after = _sql(CANDIDATE_FIT.format(disks=disks, side=">="), DISK_KINDS, order)
+    before = _sql(CANDIDATE_FIT.format(disks=disks, side="<"), DISK_KINDS, order)
+    return CANDIDATES_SQL.format(want=want, after=after, before=before)
 
 
 def candidates(

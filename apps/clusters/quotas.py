@@ -124,7 +124,7 @@ CROSS JOIN LATERAL (
                SUM(i.cores) FILTER (WHERE {counted}) AS cores,
                SUM(i.memory_mb) FILTER (WHERE {counted}) AS memory,
                SUM(i.disks) FILTER (WHERE {counted}) AS disks, {kinds}
-        FROM clusters_instance i WHERE i.cluster_id = c.id
+        FROM clusters_instance i WHERE i.cluster_id = c.id AND {holding}
     ) i
     WHERE c.owner_id = ANY(s.owners) AND c.state IN ({live})
       AND c.id IS DISTINCT FROM %(exclude)s::bigint
@@ -164,6 +164,23 @@ def lock_statement(user_id: int) -> tuple[str, dict]:
     return _lock_sql(), {"owner": user_id}
 
 
+# The owner of a cluster, for statements sent before the cluster row has been read (in the
+# same round trip, after the statement locking it).
+OWNER_OF_CLUSTER = "(SELECT owner_id FROM clusters_cluster WHERE id = %(cluster)s)"
+
+
+def cluster_owner_statements(cluster_id: int) -> list[tuple[str, dict]]:
+    """lock_statement() and usage_statement() (excluding the cluster) for the owner of the
+    cluster, looked up by the statements themselves."""
+    params = {"cluster": cluster_id, "exclude": cluster_id}
+    return [(_of_cluster(_lock_sql()), params), (_of_cluster(_usage_sql("owner", False)), params)]
+
+
+@functools.cache
+def _of_cluster(sql: str) -> str:
+    return sql.replace("%(owner)s", OWNER_OF_CLUSTER)
+
+
 def scopes_of(rows: list[tuple]) -> list[Scope]:
     """LOCK_SQL rows as scopes: the user first, then their groups' quotas in id order."""
     username = rows[0][0]
@@ -184,7 +201,12 @@ def _limits(row: tuple) -> dict[str, int | None]:
 def _usage_sql(scopes: str, committed: bool) -> str:
     tables = _tables()
     counted = "(i.active OR c.state = 'queued')" if committed else "i.active"
+    # Only committed usage needs a queued cluster's instances: a queued cluster holds nothing
+    # (the reservation activates instances as it moves the cluster on, and a cluster goes back
+    # to queued only after release), so its instances are not even looked up.
+    holding = "TRUE" if committed else "c.state <> 'queued'"
     return USAGE_SQL.format(
+        holding=holding,
         scopes=SCOPES[scopes].format(**tables),
         live=tables["live"],
         counted=counted,

@@ -6,16 +6,17 @@ are taken with SKIP LOCKED, which never waits. The node locks make "free cores/m
 this node" true until commit; the partial unique constraints on allocations and addresses are
 the backstop.
 
-A reservation is nine statements in three round trips, then the commit (bench/reservation
+A reservation is nine statements in two round trips, then the commit (bench/reservation
 measures it):
 
 1. plan choice for this transaction (GENERIC_PLANS_SQL); lock the cluster row and read its
-   instances;
-2. lock the owner and their quotas; read their usage; take addresses; read candidate nodes;
-3. lock the chosen nodes; read what they have free; pick the disks and write everything
+   instances; lock the owner and their quotas; read their usage; take addresses; read
+   candidate nodes. The statements after the cluster lock read what they need of the cluster
+   (owner, instances, nodes to avoid) themselves, so they need not wait for its answer;
+2. lock the chosen nodes; read what they have free; pick the disks and write everything
    (disks, instances, allocations, the transition and its event: WRITE_SQL).
 
-The rules run in Python between round trips: quota limits (quotas.exceeded), which node each
+The rules run in Python between the round trips: quota limits (quotas.exceeded), which node each
 instance goes on (placement.assign), and whether the locked nodes still have room (else the
 transaction rolls back and plans again). The statements of one round trip go out together in
 psycopg's pipeline mode, yet each still starts after the one before it finished, with a
@@ -162,10 +163,9 @@ def _pipelined(*statements: tuple[str, object]) -> list[list[tuple]]:
 GENERIC_PLANS_SQL = ("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)", [])
 
 # The cluster row, locked, with its instances (a LEFT JOIN: a cluster without any still
-# comes back). avoid_nodes is a JSON list of node ids.
+# comes back).
 CLUSTER_SQL = """
 SELECT c.owner_id, c.state, c.name, c.reuse_data_of_id,
-       ARRAY(SELECT jsonb_array_elements_text(c.avoid_nodes)::bigint),
        i.id, i.role, i.index, i.hostname, i.cores, i.memory_mb, i.disks, i.disk_kind
 FROM clusters_cluster c LEFT JOIN clusters_instance i ON i.cluster_id = c.id
 WHERE c.id = %s
@@ -175,23 +175,22 @@ FOR UPDATE OF c
 
 
 def _reserve_once(cluster_id: int) -> Reservation | Rejection:
-    _, rows = _pipelined(GENERIC_PLANS_SQL, (CLUSTER_SQL, [cluster_id]))
+    _, rows, locked, usage, addresses, found = _pipelined(
+        GENERIC_PLANS_SQL,
+        (CLUSTER_SQL, [cluster_id]),
+        *quotas.cluster_owner_statements(cluster_id),
+        (TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "cluster": cluster_id}),
+        placement.cluster_candidates_statement(cluster_id)[:2],
+    )
     if not rows:
         raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
-    owner_id, state, name, reuse_of, avoid = rows[0][:5]
+    owner_id, state, name, reuse_of = rows[0][:4]
     if state != Cluster.State.QUEUED:
         return Rejection(cluster_id, "state", f"cluster is {state}, not queued")
-    wants = [Want(*row[5:]) for row in rows if row[5] is not None]
+    wants = [Want(*row[4:]) for row in rows if row[4] is not None]
     if not wants:
         raise _Rejected("capacity", "the cluster has no instances")
 
-    found = None if reuse_of else placement.candidates_statement(wants, avoid=avoid)
-    locked, usage, addresses, *nodes = _pipelined(
-        quotas.lock_statement(owner_id),
-        quotas.usage_statement(owner_id, exclude_cluster=cluster_id),
-        (TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "count": len(wants)}),
-        *([found[:2]] if found else []),
-    )
     problem = quotas.exceeded(
         Demand.of(wants), quotas.scopes_of(locked), quotas.usage_by_scope(usage)
     )
@@ -206,8 +205,7 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
         node_of = {w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)}
         reused = {w.id: disk_ids for w, (_, disk_ids) in zip(wants, plan, strict=True)}
     else:
-        free = placement.parse(nodes[0], found[2]) if found else []
-        node_of = placement.assign(wants, free)
+        node_of = placement.assign(wants, placement.parse(found, quotas.DISK_KINDS))
         if node_of is None:
             raise _Rejected("capacity", _shortage_message(wants))
         reused = {}
@@ -215,18 +213,23 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
 
 
 # Free addresses of the scheduler's network (SCHEDULER_NETWORK by name, else the first one),
-# marked held in the same statement. The network is looked up inside the statement, so a
-# renamed or new network needs no cache invalidation. ARRAY() keeps the plan an id lookup
-# whatever the planner guesses for the limit.
+# one per instance of the cluster if it is still queued, marked held in the same statement.
+# The network is looked up inside the statement, so a renamed or new network needs no cache
+# invalidation. Matching it with IN and ordering by (network, id) leaves the partial index of
+# free addresses as the only ordered path: with `=` and ORDER BY id the planner walks the
+# primary key past every held address. ARRAY() keeps the outer plan an id lookup.
 TAKE_ADDRESSES_SQL = """
 UPDATE inventory_address SET held = true
 WHERE id = ANY(ARRAY(
     SELECT a.id FROM inventory_address a
-    WHERE NOT a.held AND a.network_id = (
+    WHERE NOT a.held AND a.network_id IN (
         SELECT id FROM inventory_network WHERE %(name)s::text = '' OR name = %(name)s::text
         ORDER BY id LIMIT 1
     )
-    ORDER BY a.id LIMIT %(count)s::int FOR UPDATE SKIP LOCKED
+    ORDER BY a.network_id, a.id
+    LIMIT (SELECT COUNT(*) FROM clusters_instance i JOIN clusters_cluster c ON c.id = i.cluster_id
+           WHERE c.id = %(cluster)s AND c.state = 'queued')
+    FOR UPDATE SKIP LOCKED
 ))
 RETURNING id
 """

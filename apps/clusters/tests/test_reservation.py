@@ -253,3 +253,39 @@ def test_candidates_leave_out_avoided_nodes_and_stop_at_the_window():
     assert {f.disks["hdd"] for f in found} == {12}
     assert len(placement.candidates(asked, window=3)) == 3
     assert placement.candidates(wants(1, kind="tape")) == []
+
+
+def _cluster_candidates(cluster_id: int) -> list:
+    from django.db import connection
+
+    from apps.clusters import placement
+
+    sql, params, kinds = placement.cluster_candidates_statement(cluster_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return placement.parse(cursor.fetchall(), kinds)
+
+
+def test_a_cluster_reads_its_own_candidates_avoiding_the_nodes_it_failed_on(alice):
+    small = make_node(cores=2)  # too few cores for the cluster's smallest instance
+    ssd_only = make_node(disks={"ssd": 12})
+    nodes = [make_node() for _ in range(4)]
+    cluster = make_cluster(alice, wants(2, cores=4, disks=3))
+    assert {f.node_id for f in _cluster_candidates(cluster.id)} == {n.id for n in nodes}
+    Cluster.objects.filter(id=cluster.id).update(avoid_nodes=[nodes[0].id])
+    found = _cluster_candidates(cluster.id)
+    assert {f.node_id for f in found} == {n.id for n in nodes[1:]}
+    assert {f.disks["hdd"] for f in found} == {12}
+    assert not {small.id, ssd_only.id} & {f.node_id for f in found}
+    # Several kinds: any node with the cores and memory is a candidate; assign() picks.
+    mixed = make_cluster(alice, [*wants(1, disks=2), *wants(1, disks=2, kind="ssd", role="x")])
+    assert ssd_only.id in {f.node_id for f in _cluster_candidates(mixed.id)}
+
+
+def test_a_cluster_reusing_data_has_no_candidates(alice):
+    make_node()
+    first = make_cluster(alice, wants(1))
+    again = make_cluster(alice, wants(1))
+    Cluster.objects.filter(id=again.id).update(reuse_data_of=first)
+    assert _cluster_candidates(first.id) != []
+    assert _cluster_candidates(again.id) == []
