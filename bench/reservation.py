@@ -432,7 +432,10 @@ def plot(results: list, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{size // 1000}k {name}\n{clients} cli" for size, name, clients, *_ in results]
+    labels = [  # "4 inst x 8 disks" -> "4x8"
+        f"{size // 1000}k nodes\n{name.split()[0]}x{name.split()[3]}, {clients} cli"
+        for size, name, clients, *_ in results
+    ]
     x = range(len(results))
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
     for offset, p in ((-0.27, 50), (0, 95), (0.27, 99)):
