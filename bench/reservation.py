@@ -44,15 +44,21 @@ def recreate_database(admin_db: str, drop_only: bool = False) -> None:
             conn.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
-def _other_columns(model, named: str) -> tuple[str, str, list]:
-    """Columns of `model` the raw INSERT below does not name, as (", col...", ", %s...", model
-    defaults): fields added later (with defaults) do not break the bench."""
+def _insert_select(cur, model, named: str, values: str, source: str, params=(), after=()):
+    """INSERT INTO model's table (named) SELECT values ... source, filling every column not
+    named with its model default, so fields added later (with defaults) do not break the
+    bench. params go to `values`, after to `source`."""
     from django.db import connection
 
     given = {c.strip() for c in named.split(",")}
     fields = [f for f in model._meta.concrete_fields if not f.primary_key and f.column not in given]
-    values = [f.get_db_prep_save(f.get_default(), connection) for f in fields]
-    return "".join(f", {f.column}" for f in fields), ", %s" * len(fields), values
+    columns = "".join(f", {f.column}" for f in fields)
+    defaults = [f.get_db_prep_save(f.get_default(), connection) for f in fields]
+    cur.execute(
+        f"INSERT INTO {model._meta.db_table} ({named}{columns})"
+        f" SELECT {values}{', %s' * len(fields)} {source}",
+        [*params, *defaults, *after],
+    )
 
 
 def build_inventory(nodes: int) -> None:
@@ -65,21 +71,17 @@ def build_inventory(nodes: int) -> None:
             "TRUNCATE clusters_diskallocation, clusters_clusterevent, clusters_instance,"
             " clusters_cluster, inventory_disk, inventory_node RESTART IDENTITY CASCADE"
         )
-        named = "name, endpoint, cores, memory_mb, state, created"
-        columns, holes, values = _other_columns(Node, named)
-        cur.execute(
-            f"INSERT INTO inventory_node ({named}{columns})"  # noqa: S608  (model columns)
-            f" SELECT 'bench-' || g, 'unix:///run/docker.sock', 12, 65536, 'active', now(){holes}"
-            " FROM generate_series(1, %s) g",
-            [*values, nodes],
-        )
-        named = "node_id, mount_path, kind, capacity_bytes, state"
-        columns, holes, values = _other_columns(Disk, named)
-        cur.execute(
-            f"INSERT INTO inventory_disk ({named}{columns})"  # noqa: S608  (model columns)
-            f" SELECT n.id, '/data/' || k, 'hdd', 4000000000000, 'available'{holes}"
-            " FROM inventory_node n CROSS JOIN generate_series(1, 12) k ORDER BY n.id, k",
-            values,
+        _insert_select(
+            cur, Node, "name, endpoint, cores, memory_mb, state, created",
+            "'bench-' || g, 'unix:///run/docker.sock', 12, 65536, 'active', now()",
+            "FROM generate_series(1, %s) g", after=[nodes],
+        )  # fmt: skip
+        _insert_select(
+            cur,
+            Disk,
+            "node_id, mount_path, kind, capacity_bytes, state",
+            "n.id, '/data/' || k, 'hdd', 4000000000000, 'available'",
+            "FROM inventory_node n CROSS JOIN generate_series(1, 12) k ORDER BY n.id, k",
         )  # a node's disks registered together, as the lab and the admin do
     # Autovacuum would have visited a long-lived inventory: statistics and visibility map.
     with connection.cursor() as cur:
@@ -108,36 +110,28 @@ def add_history(users, version, nodes: int) -> None:
 
     owners = [u.id for u in users]
     with connection.cursor() as cur:
-        named = "owner_id, version_id, name, state, created, destroyed_at"
-        columns, holes, values = _other_columns(Cluster, named)
-        cur.execute(
-            f"INSERT INTO clusters_cluster ({named}{columns})"  # noqa: S608  (model columns)
-            f" SELECT (%s::bigint[])[1 + g %% %s], %s, 'h' || g, 'destroyed', now(), now(){holes}"
-            " FROM generate_series(1, %s) g",
-            [owners, len(owners), version.id, *values, nodes // 2],
-        )
-        named = (
-            "cluster_id, role, index, cores, memory_mb, disks, disk_kind, node_id, active, state"
-        )
-        columns, holes, values = _other_columns(Instance, named)
-        cur.execute(
-            f"INSERT INTO clusters_instance ({named}{columns})"  # noqa: S608  (model columns)
-            f" SELECT c.id, 'worker', k, 2, 8192, 2, 'hdd', n.id, false, 'released'{holes}"
-            " FROM clusters_cluster c CROSS JOIN generate_series(0, 3) k"
+        _insert_select(
+            cur, Cluster, "owner_id, version_id, name, state, created, destroyed_at",
+            "(%s::bigint[])[1 + g %% %s], %s, 'h' || g, 'destroyed', now(), now()",
+            "FROM generate_series(1, %s) g",
+            params=[owners, len(owners), version.id], after=[nodes // 2],
+        )  # fmt: skip
+        _insert_select(
+            cur, Instance,
+            "cluster_id, role, index, cores, memory_mb, disks, disk_kind, node_id, active, state",
+            "c.id, 'worker', k, 2, 8192, 2, 'hdd', n.id, false, 'released'",
+            "FROM clusters_cluster c CROSS JOIN generate_series(0, 3) k"
             " JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS r FROM inventory_node) n"
             "   ON n.r = ((c.id - 1) * 4 + k) %% %s"
             " WHERE c.state = 'destroyed' ORDER BY c.id, k",
-            [*values, nodes],
-        )
-        named = "disk_id, instance_id, active, data_kept, created, released"
-        columns, holes, values = _other_columns(DiskAllocation, named)
-        cur.execute(
-            f"INSERT INTO clusters_diskallocation ({named}{columns})"  # noqa: S608
-            f" SELECT d.id, i.id, false, false, now(), now(){holes}"
-            " FROM clusters_instance i JOIN inventory_disk d ON d.node_id = i.node_id"
+            after=[nodes],
+        )  # fmt: skip
+        _insert_select(
+            cur, DiskAllocation, "disk_id, instance_id, active, data_kept, created, released",
+            "d.id, i.id, false, false, now(), now()",
+            "FROM clusters_instance i JOIN inventory_disk d ON d.node_id = i.node_id"
             " AND d.mount_path IN ('/data/1', '/data/2') WHERE NOT i.active ORDER BY i.id, d.id",
-            values,
-        )
+        )  # fmt: skip
 
 
 def queue_clusters(users, version, shape, count: int) -> list[int]:

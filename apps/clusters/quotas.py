@@ -88,7 +88,7 @@ def _tables() -> dict[str, str]:
 # lateral runs after the user row is locked; LockRows sits above the sort). One row per quota,
 # or one row of NULLs after the user name when there is none.
 LOCK_SQL = """
-WITH owner AS (SELECT id, {username} AS name FROM {users} WHERE id = %(owner)s FOR UPDATE)
+WITH owner AS (SELECT id, {username} AS name FROM {users} WHERE id = {owner} FOR UPDATE)
 SELECT owner.name, q.user_id, q.group_id, g.name, {limits}
 FROM owner
 LEFT JOIN LATERAL (
@@ -133,15 +133,15 @@ CROSS JOIN LATERAL (
 SCOPES = {
     # The user, and every group of theirs that has a quota.
     "owner": (
-        "SELECT NULL::bigint AS group_id, ARRAY[%(owner)s::bigint] AS owners"
+        "SELECT NULL::bigint AS group_id, ARRAY[{owner}::bigint] AS owners"
         " UNION ALL SELECT q.group_id, ARRAY(SELECT m.user_id FROM {members} m"
         " WHERE m.group_id = q.group_id) FROM {quotas} q"
-        " JOIN {members} mine ON mine.group_id = q.group_id AND mine.user_id = %(owner)s"
+        " JOIN {members} mine ON mine.group_id = q.group_id AND mine.user_id = {owner}"
     ),
-    "user": "SELECT NULL::bigint AS group_id, ARRAY[%(owner)s::bigint] AS owners",
+    "user": "SELECT NULL::bigint AS group_id, ARRAY[{owner}::bigint] AS owners",
     "group": (
-        "SELECT %(owner)s::bigint AS group_id,"
-        " ARRAY(SELECT user_id FROM {members} WHERE group_id = %(owner)s) AS owners"
+        "SELECT {owner}::bigint AS group_id,"
+        " ARRAY(SELECT user_id FROM {members} WHERE group_id = {owner}) AS owners"
     ),
 }
 
@@ -155,30 +155,28 @@ class Scope:
     limits: dict[str, int | None]
 
 
+# Who the statements below are about: the user (or group) id given as a parameter, or the
+# owner of a cluster, for statements sent before the cluster row has been read (in the same
+# round trip, after the statement locking it).
+GIVEN_OWNER = "%(owner)s"
+OWNER_OF_CLUSTER = "(SELECT owner_id FROM clusters_cluster WHERE id = %(cluster)s)"
+
+
 @functools.cache
-def _lock_sql() -> str:
-    return LOCK_SQL.format(**_tables())
+def _lock_sql(owner: str = GIVEN_OWNER) -> str:
+    return LOCK_SQL.format(**_tables(), owner=owner)
 
 
 def lock_statement(user_id: int) -> tuple[str, dict]:
     return _lock_sql(), {"owner": user_id}
 
 
-# The owner of a cluster, for statements sent before the cluster row has been read (in the
-# same round trip, after the statement locking it).
-OWNER_OF_CLUSTER = "(SELECT owner_id FROM clusters_cluster WHERE id = %(cluster)s)"
-
-
 def cluster_owner_statements(cluster_id: int) -> list[tuple[str, dict]]:
     """lock_statement() and usage_statement() (excluding the cluster) for the owner of the
     cluster, looked up by the statements themselves."""
     params = {"cluster": cluster_id, "exclude": cluster_id}
-    return [(_of_cluster(_lock_sql()), params), (_of_cluster(_usage_sql("owner", False)), params)]
-
-
-@functools.cache
-def _of_cluster(sql: str) -> str:
-    return sql.replace("%(owner)s", OWNER_OF_CLUSTER)
+    usage = _usage_sql("owner", committed=False, owner=OWNER_OF_CLUSTER)
+    return [(_lock_sql(OWNER_OF_CLUSTER), params), (usage, params)]
 
 
 def scopes_of(rows: list[tuple]) -> list[Scope]:
@@ -198,7 +196,7 @@ def _limits(row: tuple) -> dict[str, int | None]:
 
 
 @functools.cache
-def _usage_sql(scopes: str, committed: bool) -> str:
+def _usage_sql(scopes: str, committed: bool, owner: str = GIVEN_OWNER) -> str:
     tables = _tables()
     counted = "(i.active OR c.state = 'queued')" if committed else "i.active"
     # Only committed usage needs a queued cluster's instances: a queued cluster holds nothing
@@ -207,7 +205,7 @@ def _usage_sql(scopes: str, committed: bool) -> str:
     holding = "TRUE" if committed else "c.state <> 'queued'"
     return USAGE_SQL.format(
         holding=holding,
-        scopes=SCOPES[scopes].format(**tables),
+        scopes=SCOPES[scopes].format(**tables, owner=owner),
         live=tables["live"],
         counted=counted,
         kinds=", ".join(

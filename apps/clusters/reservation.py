@@ -175,12 +175,13 @@ FOR UPDATE OF c
 
 
 def _reserve_once(cluster_id: int) -> Reservation | Rejection:
+    candidates_sql, candidates_params, kinds = placement.cluster_candidates_statement(cluster_id)
     _, rows, locked, usage, addresses, found = _pipelined(
         GENERIC_PLANS_SQL,
         (CLUSTER_SQL, [cluster_id]),
         *quotas.cluster_owner_statements(cluster_id),
         (TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "cluster": cluster_id}),
-        placement.cluster_candidates_statement(cluster_id)[:2],
+        (candidates_sql, candidates_params),
     )
     if not rows:
         raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
@@ -205,7 +206,7 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
         node_of = {w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)}
         reused = {w.id: disk_ids for w, (_, disk_ids) in zip(wants, plan, strict=True)}
     else:
-        node_of = placement.assign(wants, placement.parse(found, quotas.DISK_KINDS))
+        node_of = placement.assign(wants, placement.parse(found, kinds))
         if node_of is None:
             raise _Rejected("capacity", _shortage_message(wants))
         reused = {}
