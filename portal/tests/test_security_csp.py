@@ -5,6 +5,8 @@ included) and the API docs work with no violation at all."""
 import pytest
 from django.core.management import call_command
 
+from apps.web.tests.browsing import sign_in
+
 pytestmark = pytest.mark.django_db(transaction=True)
 # Collects every violation the page reports; init scripts run outside the page's CSP.
 WATCH_VIOLATIONS = """
@@ -37,14 +39,6 @@ def context_grants(page):
 
 def violations(page) -> list[dict]:
     return page.evaluate("window.__violations")
-
-
-def sign_in(page, username: str, password: str) -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/")
 
 
 def test_a_script_injected_into_a_portal_page_does_not_run_and_is_reported(page):

@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
+from apps.web.tests.browsing import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(settings.BASE_DIR) / "artifacts" / "web"
@@ -29,14 +30,6 @@ def page(browser, live_server):
     context.set_default_timeout(10_000)
     yield context.new_page()
     context.close()
-
-
-def sign_in(page, username: str, password: str) -> None:
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/")
 
 
 def shot(page, name: str) -> None:
