@@ -23,7 +23,9 @@ def test_it_stores_only_a_digest_and_the_prefix(alice):
     row = ApiToken.objects.get(id=issued.token.id)
     assert issued.secret.startswith(f"plt_{row.prefix}_")
     assert row.digest == digest_of(issued.secret) and issued.secret not in row.digest
-    secret_part = issued.secret.rsplit("_", 1)[1]
+    # The secret is URL-safe base64 and may itself contain "_": cut after the prefix.
+    secret_part = issued.secret.removeprefix(f"plt_{row.prefix}_")
+    assert len(secret_part) == 43
     stored = [str(v) for v in ApiToken.objects.filter(id=row.id).values().first().values()]
     assert not any(secret_part in value for value in stored)
 
@@ -35,6 +37,15 @@ def test_it_finds_the_user_and_records_use(alice):
     assert first is not None
     check_token(issued.secret)  # within a minute: no second write
     assert ApiToken.objects.get(id=issued.token.id).last_used == first
+
+
+def test_a_secret_with_underscores_and_dashes_still_checks(alice, monkeypatch):
+    # URL-safe secrets draw "_" and "-" too; only the first two "_" separate the parts.
+    monkeypatch.setattr("apps.tokens.services.secrets.token_urlsafe", lambda n: "_a-b_" + "c" * 38)
+    issued = issue_token(alice, "laptop")
+    assert check_token(issued.secret).user == alice
+    with pytest.raises(TokenInvalid):
+        check_token(issued.secret.replace("_a-b_", "_a-b-"))
 
 
 @pytest.mark.parametrize(
