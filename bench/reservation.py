@@ -162,13 +162,20 @@ def _client_setup(dbname: str) -> None:
     django.setup()
 
 
-def _reserve_client(dbname: str, ids: list[int], barrier, out) -> None:
+def _reserve_client(dbname: str, warmup_id: int, ids: list[int], barrier, out) -> None:
+    """Reserve `ids` one after another. The first reservation of a process pays for setting
+    up its connection and preparing the statements, which a worker does once per database
+    connection (CONN_MAX_AGE): it goes to a warm-up cluster before the timed run and is
+    reported on its own (cold)."""
     _client_setup(dbname)
     from django.db import connection
 
     from apps.clusters.reservation import Reservation, reserve
 
     connection.ensure_connection()
+    began = time.perf_counter()
+    reserve(warmup_id)
+    cold = time.perf_counter() - began
     latencies, ok = [], 0
     barrier.wait()
     start = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
@@ -176,7 +183,7 @@ def _reserve_client(dbname: str, ids: list[int], barrier, out) -> None:
         began = time.perf_counter()
         ok += isinstance(reserve(cluster_id), Reservation)
         latencies.append(time.perf_counter() - began)
-    out.put((latencies, ok, start, time.perf_counter()))
+    out.put((latencies, ok, start, time.perf_counter(), cold))
     connection.close()
 
 
@@ -186,6 +193,11 @@ def _raw_client(dsn: str, slot: int, seconds: float, barrier, out) -> None:
     can cost, with no Python ORM on top."""
     latencies = []
     with psycopg.connect(dsn) as conn:
+        began = time.perf_counter()
+        with conn.transaction():  # warm-up, as for the reservations
+            conn.execute("SELECT n FROM bench_counter WHERE id = %s FOR UPDATE", [slot])
+            conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
+        cold = time.perf_counter() - began
         barrier.wait()
         start = time.perf_counter()
         end = start + seconds
@@ -195,11 +207,16 @@ def _raw_client(dsn: str, slot: int, seconds: float, barrier, out) -> None:
                 conn.execute("SELECT n FROM bench_counter WHERE id = %s FOR UPDATE", [slot])
                 conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
             latencies.append(time.perf_counter() - began)
-    out.put((latencies, len(latencies), start, time.perf_counter()))
+    out.put((latencies, len(latencies), start, time.perf_counter(), cold))
 
 
-def _share(ids: list[int], clients: int, slot: int) -> tuple:
-    return (BENCH_DB, ids[slot::clients])
+def split(ids: list[int], clients: int) -> tuple[list[int], list[int]]:
+    """One warm-up cluster per client, and the clusters of the timed run."""
+    return ids[:clients], ids[clients:]
+
+
+def _share(warmups: list[int], ids: list[int], clients: int, slot: int) -> tuple:
+    return (BENCH_DB, warmups[slot], ids[slot::clients])
 
 
 def describe_setup() -> str:
@@ -215,10 +232,10 @@ def describe_setup() -> str:
     )
 
 
-def run_processes(clients: int, target, args_of) -> tuple[list[float], int, float]:
+def run_processes(clients: int, target, args_of) -> tuple[list[float], int, float, float]:
     """Run `clients` separate processes (own interpreter, own connection: no shared GIL),
-    started together at a barrier. Returns all latencies (s), summed counts and wall time
-    from the first start to the last finish."""
+    started together at a barrier once each has warmed up. Returns all latencies (s), summed
+    counts, wall time from the first start to the last finish, and the slowest warm-up (s)."""
     context = mp.get_context("spawn")
     barrier, out = context.Barrier(clients), context.Queue()
     procs = [
@@ -234,7 +251,7 @@ def run_processes(clients: int, target, args_of) -> tuple[list[float], int, floa
             raise SystemExit(f"a bench client died with exit code {proc.exitcode}")
     latencies = [x for report in reports for x in report[0]]
     wall = max(r[3] for r in reports) - min(r[2] for r in reports)
-    return latencies, sum(r[1] for r in reports), wall
+    return latencies, sum(r[1] for r in reports), wall, max(r[4] for r in reports)
 
 
 def raw_transactions(clients: int, seconds: float = 2.0) -> tuple[float, list[float]]:
@@ -247,7 +264,9 @@ def raw_transactions(clients: int, seconds: float = 2.0) -> tuple[float, list[fl
             "INSERT INTO bench_counter SELECT g, 0 FROM generate_series(0, 63) g"
             " ON CONFLICT DO NOTHING"
         )
-    latencies, done, wall = run_processes(clients, _raw_client, lambda slot: (dsn, slot, seconds))
+    latencies, done, wall, _ = run_processes(
+        clients, _raw_client, lambda slot: (dsn, slot, seconds)
+    )
     return done / wall, latencies
 
 
@@ -361,7 +380,7 @@ def bench(args) -> None:
     init_pgbench()
     header = (
         f"{'nodes':>6} {'shape':<17} {'cpus':>4} {'cli':>3} {'n':>4} {'ok':>4} {'p50 ms':>7}"
-        f" {'p95 ms':>7} {'p99 ms':>7} {'res/s':>6} {'raw p99':>7} {'raw tx/s':>8}"
+        f" {'p95 ms':>7} {'p99 ms':>7} {'cold ms':>7} {'res/s':>6} {'raw p99':>7} {'raw tx/s':>8}"
         f" {'ratio':>6} {'p99/raw':>7} {'tpcb/s':>7} {'ratio':>6} {'double':>6}"
     )
     results = []
@@ -377,12 +396,13 @@ def bench(args) -> None:
             for clients in client_counts:
                 reset_allocations()
                 add_history(users, version, size)
-                ids = queue_clusters(users, version, shape, count)
-                share = functools.partial(_share, ids, clients)
+                queued = queue_clusters(users, version, shape, count + clients)
+                warmups, ids = split(queued, clients)
+                share = functools.partial(_share, warmups, ids, clients)
                 # Raw right before and right after, pooled: both see the same background load.
                 raw_before, latencies_before = raw_transactions(clients, seconds=1.0)
                 tpcb_before = pgbench_tps(clients)
-                latencies, ok, wall = run_processes(clients, _reserve_client, share)
+                latencies, ok, wall, cold = run_processes(clients, _reserve_client, share)
                 tpcb_after = pgbench_tps(clients)
                 raw_after, latencies_after = raw_transactions(clients, seconds=1.0)
                 raw, tpcb = (raw_before + raw_after) / 2, (tpcb_before + tpcb_after) / 2
@@ -392,7 +412,8 @@ def bench(args) -> None:
                 print(
                     f"{size:>6} {name:<17} {os.cpu_count():>4} {clients:>3} {len(ids):>4}"
                     f" {ok:>4} {pct(latencies, 50):>7.1f} {pct(latencies, 95):>7.1f}"
-                    f" {p99:>7.1f} {rate:>6.0f} {raw_p99:>7.2f} {raw:>8.0f} {rate / raw:>6.1%}"
+                    f" {p99:>7.1f} {cold * 1000:>7.1f} {rate:>6.0f} {raw_p99:>7.2f} {raw:>8.0f}"
+                    f" {rate / raw:>6.1%}"
                     f" {p99 / raw_p99:>6.0f}x {tpcb:>7.0f} {rate / tpcb:>6.1%}"
                     f" {double_allocations():>6}",
                     flush=True,
@@ -400,7 +421,10 @@ def bench(args) -> None:
                 results.append((size, name, clients, latencies, rate / raw, rate / tpcb))
     print(
         "cpus = cores shared by all client processes and Postgres; cli = client processes (each"
-        " its own interpreter and connection);\nres/s = reservations per second over all"
+        " its own interpreter and connection);\np50..p99 = the timed run, after each client's"
+        " first reservation (cold: the slowest client's, when it connected and prepared its"
+        " statements,\nas a worker does once per database connection);\nres/s = reservations"
+        " per second over all"
         " clients; raw = BEGIN; SELECT .. FOR UPDATE; UPDATE; COMMIT on the client's own row of"
         " a 64-row table,\nby the same number of client processes, plain psycopg, 1 s right"
         " before and 1 s right after;"
