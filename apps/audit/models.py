@@ -26,6 +26,9 @@ class AuditEvent(models.Model):
         NODE_ACTIVATE = "node.activate"
         NODE_DOWN = "node.down"
         NODE_MAINTENANCE = "node.maintenance"
+        DISK_FAIL = "disk.fail"
+        DISK_RETIRE = "disk.retire"
+        DISK_AVAILABLE = "disk.available"
 
     time = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
     # None: the system did it (beat expiring a lease, the reconciler marking a node down).

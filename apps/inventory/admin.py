@@ -4,7 +4,7 @@ from django.db.models import Count, Q
 from .capacity import active_sum
 from .models import Address, Disk, Network, Node
 from .pki import describe_credentials
-from .services import set_node_state
+from .services import set_disk_state, set_node_state
 
 
 @admin.register(Node)
@@ -152,10 +152,15 @@ class DiskAdmin(admin.ModelAdmin):
         kept = disk.allocations.filter(data_kept=True).select_related("instance__cluster").first()
         return f"{kept.instance.cluster.name}/{kept.instance}" if kept else "-"
 
+    def get_readonly_fields(self, request, obj=None):
+        # The state of an existing disk changes through the actions (locked and audited).
+        return [*self.readonly_fields, "state"] if obj is not None else self.readonly_fields
+
     def _mark(self, request, queryset, state: str) -> None:
-        # A disk in use stays allocated to its instance; failed/retired stops further use.
-        count = queryset.update(state=state)
-        messages.success(request, f"{count} disk(s) marked {state}")
+        marks = set_disk_state(queryset.values_list("id", flat=True), state, actor=request.user)
+        messages.success(request, f"{len(marks.changed)} disk(s) marked {state}")
+        for reason in marks.refused:
+            messages.warning(request, f"Left as it was: {reason}")
 
     @admin.action(description="Mark failed")
     def mark_failed(self, request, queryset):
@@ -167,7 +172,7 @@ class DiskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark available again (only disks nobody holds)")
     def mark_available(self, request, queryset):
-        self._mark(request, queryset.exclude(allocations__active=True), Disk.State.AVAILABLE)
+        self._mark(request, queryset, Disk.State.AVAILABLE)
 
 
 @admin.register(Network)

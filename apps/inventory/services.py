@@ -1,5 +1,6 @@
-"""Inventory rules: address pools, node draining, disk benchmark results and slow disks."""
+"""Inventory rules: address pools, node and disk states, disk benchmark results and slow disks."""
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -60,6 +61,49 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
     why = {"reason": reason} if reason else {}
     record(NODE_STATE_ACTIONS[state], actor, node, previous=previous, **why)
     return True
+
+
+DISK_STATE_ACTIONS = {
+    Disk.State.FAILED: Action.DISK_FAIL,
+    Disk.State.RETIRED: Action.DISK_RETIRE,
+    Disk.State.AVAILABLE: Action.DISK_AVAILABLE,
+}
+
+
+@dataclasses.dataclass
+class DiskMarks:
+    changed: list[Disk] = dataclasses.field(default_factory=list)
+    refused: list[str] = dataclasses.field(default_factory=list)  # why a disk was left as it was
+
+
+@transaction.atomic
+def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) -> DiskMarks:
+    """Mark disks failed, retired or available again, audited one by one.
+
+    A disk in use keeps its allocation when failed or retired: its instance goes on, and
+    release leaves it out of the pool. Only a disk nobody holds becomes available; "allocated"
+    belongs to the reservation. The rows are locked in id order, so a reservation picking
+    disks (SKIP LOCKED) passes over them until this commits, and one that already took a disk
+    is waited for, then seen."""
+    if state not in DISK_STATE_ACTIONS:
+        raise ValueError(f"a disk cannot be marked {str(state)!r} by hand")
+    marks = DiskMarks()
+    disks = Disk.objects.select_for_update(of=("self",)).select_related("node")
+    for disk in disks.filter(id__in=list(disk_ids)).order_by("id"):
+        if disk.state == state:
+            continue
+        holder = disk.allocations.filter(active=True).select_related("instance__cluster").first()
+        if state == Disk.State.AVAILABLE and holder is not None:
+            marks.refused.append(
+                f"{disk} is held by {holder.instance.cluster.name}/{holder.instance}"
+            )
+            continue
+        previous, disk.state = disk.state, state
+        disk.save(update_fields=["state"])
+        in_use = {"held_by": f"{holder.instance.cluster.name}/{holder.instance}"} if holder else {}
+        record(DISK_STATE_ACTIONS[state], actor, disk, previous=previous, **in_use)
+        marks.changed.append(disk)
+    return marks
 
 
 def cluster_network() -> Network | None:

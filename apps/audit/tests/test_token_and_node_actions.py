@@ -1,5 +1,6 @@
-"""Tokens issued and revoked (API, admin, command line) and node state changes (API, admin
-actions, the node form): one row each, never the token's secret."""
+"""Tokens issued and revoked (API, admin, command line), node state changes (API, admin
+actions, the node form) and disk marks (admin actions): one row each, never the token's
+secret."""
 
 import json
 from io import StringIO
@@ -8,7 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from apps.audit.models import AuditEvent
-from apps.clusters.tests.factories import make_node
+from apps.clusters.models import DiskAllocation
+from apps.clusters.tests.factories import make_cluster, make_node, wants
 from apps.inventory.models import Node
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token
@@ -100,3 +102,30 @@ def test_the_node_admin_actions_and_form_record_state_changes(as_admin, admin_us
         (A.NODE_MAINTENANCE, {"previous": "active"}),
     ]
     assert {(r.actor_id, r.client_address) for r in rows} == {(admin_user.id, ADMIN_ADDRESS)}
+
+
+def test_the_disk_admin_actions_record_each_change_and_name_a_refusal(as_admin, admin_user):
+    node = make_node(disks={"hdd": 2})
+    first, second = node.disks.order_by("id")
+    url = "/admin/inventory/disk/"
+    as_admin.post(url, {"action": "mark_failed", "_selected_action": [first.id, second.id]})
+    as_admin.post(url, {"action": "mark_retired", "_selected_action": [second.id]})
+    holder = make_cluster(admin_user, wants(1)).instances.get()  # failed while in use
+    DiskAllocation.objects.create(disk=first, instance=holder, active=True)
+    page = as_admin.post(
+        url, {"action": "mark_available", "_selected_action": [first.id, second.id]}, follow=True
+    ).content.decode()
+    assert "1 disk(s) marked available" in page
+    assert f"Left as it was: {first} is held by" in page
+
+    rows = AuditEvent.objects.filter(object_type="inventory.disk").order_by("id")
+    assert list(rows.values_list("action", "object_id", "detail")) == [
+        (A.DISK_FAIL, first.id, {"previous": "available"}),
+        (A.DISK_FAIL, second.id, {"previous": "available"}),
+        (A.DISK_RETIRE, second.id, {"previous": "failed"}),
+        (A.DISK_AVAILABLE, second.id, {"previous": "retired"}),
+    ]
+    assert {(r.actor_id, r.client_address) for r in rows} == {(admin_user.id, ADMIN_ADDRESS)}
+    # The change form shows the state but does not take it: only the actions change it.
+    form = as_admin.get(f"{url}{first.id}/change/").content.decode()
+    assert 'name="state"' not in form

@@ -1,12 +1,10 @@
 """Reservations that really run at the same time, each thread on its own DB connection."""
 
 import random
-import threading
 from collections import defaultdict
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Count, Sum
 
 from apps.accounts.models import Quota
@@ -16,32 +14,11 @@ from apps.clusters.reservation import Rejection, Reservation, release, reserve
 from apps.inventory.models import Address, Disk, Node
 
 from .factories import make_cluster, make_network, make_node, wants
+from .parallel import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 THREADS = 40
-
-
-def run_together(jobs):
-    """Start every job at the same instant; return their results (or exceptions)."""
-    barrier = threading.Barrier(len(jobs))
-    results = [None] * len(jobs)
-
-    def worker(slot, job):
-        try:
-            barrier.wait()
-            results[slot] = job()
-        except Exception as error:  # noqa: BLE001  (reported by the test, not swallowed)
-            results[slot] = error
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(i, j)) for i, j in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
 
 
 STRICT = {"max_clusters": 50, "max_instances": 6, "max_cores": 12, "max_disks": 9,
