@@ -16,6 +16,7 @@ from django.utils import timezone
 from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
+from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk, Node
 from apps.lab import daemons, host
 from apps.lab.nodes import lab_nodes
@@ -29,17 +30,6 @@ S = Cluster.State
 def demo_version():
     call_command("load_catalog", verbosity=0)
     return ProductVersion.objects.get(product__name="demo")
-
-
-def wait_for(cluster_id: int, *states: str, seconds: float = 90) -> Cluster:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        cluster = Cluster.objects.get(id=cluster_id)
-        if cluster.state in states:
-            return cluster
-        time.sleep(0.1)
-    events = "\n".join(str(e) for e in Cluster.objects.get(id=cluster_id).events.all())
-    pytest.fail(f"cluster {cluster_id} is {cluster.state}, not {states}:\n{events}")
 
 
 def only_nodes(*names: str) -> None:

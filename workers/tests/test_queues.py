@@ -15,12 +15,11 @@ from django.core.management import call_command
 from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster
+from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk, Node
 from portal.celery import app
 from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC, TASK_QUEUES
 from workers import tasks
-
-from .test_lifecycle import wait_for
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 

@@ -1,12 +1,11 @@
 """Against the real thing: a worker and the lab's Docker nodes."""
 
-import time
-
 import pytest
 
 from apps.audit.models import AuditEvent
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
+from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Node
 from workers import reconciler
 
@@ -14,16 +13,6 @@ from .conftest import USER_ADDRESS, bearer, events_of, only_event
 
 pytestmark = pytest.mark.lab
 A = AuditEvent.Action
-
-
-def wait_for(cluster_id: int, *states: str, seconds: float = 120) -> Cluster:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        cluster = Cluster.objects.get(id=cluster_id)
-        if cluster.state in states:
-            return cluster
-        time.sleep(0.3)
-    pytest.fail(f"cluster {cluster_id} is {cluster.state}, not {states}: {cluster.reason}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -34,11 +23,11 @@ def test_a_cluster_launched_and_destroyed_on_the_lab_has_both_rows(dispatching, 
                         format="json")  # fmt: skip
     assert launched.status_code == 202, launched.content
     cluster_id = launched.json()["id"]
-    running = wait_for(cluster_id, Cluster.State.RUNNING, Cluster.State.FAILED)
+    running = wait_for(cluster_id, Cluster.State.RUNNING, Cluster.State.FAILED, seconds=120)
     assert running.state == Cluster.State.RUNNING, running.reason
 
     assert api.delete(f"/api/v1/clusters/{cluster_id}?keep_data=false").status_code == 202
-    wait_for(cluster_id, Cluster.State.DESTROYED)
+    wait_for(cluster_id, Cluster.State.DESTROYED, seconds=120)
 
     # The worker's own steps (placing, configuring, removing containers) are cluster events,
     # not audit rows: the log holds what people asked for.
