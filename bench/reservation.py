@@ -194,20 +194,22 @@ def _raw_client(dsn: str, slot: int, seconds: float, barrier, out) -> None:
     latencies = []
     with psycopg.connect(dsn) as conn:
         began = time.perf_counter()
-        with conn.transaction():  # warm-up, as for the reservations
-            conn.execute("SELECT n FROM bench_counter WHERE id = %s FOR UPDATE", [slot])
-            conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
+        _read_modify_write(conn, slot)  # warm-up, as for the reservations
         cold = time.perf_counter() - began
         barrier.wait()
         start = time.perf_counter()
         end = start + seconds
         while time.perf_counter() < end:
             began = time.perf_counter()
-            with conn.transaction():
-                conn.execute("SELECT n FROM bench_counter WHERE id = %s FOR UPDATE", [slot])
-                conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
+            _read_modify_write(conn, slot)
             latencies.append(time.perf_counter() - began)
     out.put((latencies, len(latencies), start, time.perf_counter(), cold))
+
+
+def _read_modify_write(conn: psycopg.Connection, slot: int) -> None:
+    with conn.transaction():
+        conn.execute("SELECT n FROM bench_counter WHERE id = %s FOR UPDATE", [slot])
+        conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", [slot])
 
 
 def split(ids: list[int], clients: int) -> tuple[list[int], list[int]]:

@@ -159,6 +159,11 @@ class DiskAllocation(models.Model):
     def __str__(self) -> str:
         return f"{self.disk} -> {self.instance}"
 
+    @property
+    def holder(self) -> str:
+        """Who holds (or kept data on) the disk, as the admin and the audit name it."""
+        return f"{self.instance.cluster.name}/{self.instance}"
+
 
 class ClusterEvent(models.Model):
     class Level(models.TextChoices):

@@ -145,12 +145,12 @@ class DiskAdmin(admin.ModelAdmin):
     @admin.display(description="held by")
     def holder(self, disk: Disk) -> str:
         active = disk.allocations.filter(active=True).select_related("instance__cluster").first()
-        return f"{active.instance.cluster.name}/{active.instance}" if active else "-"
+        return active.holder if active else "-"
 
     @admin.display(description="keeps data of")
     def last_holder(self, disk: Disk) -> str:
         kept = disk.allocations.filter(data_kept=True).select_related("instance__cluster").first()
-        return f"{kept.instance.cluster.name}/{kept.instance}" if kept else "-"
+        return kept.holder if kept else "-"
 
     def get_readonly_fields(self, request, obj=None):
         # The state of an existing disk changes through the actions (locked and audited).

@@ -94,13 +94,11 @@ def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) 
             continue
         holder = disk.allocations.filter(active=True).select_related("instance__cluster").first()
         if state == Disk.State.AVAILABLE and holder is not None:
-            marks.refused.append(
-                f"{disk} is held by {holder.instance.cluster.name}/{holder.instance}"
-            )
+            marks.refused.append(f"{disk} is held by {holder.holder}")
             continue
         previous, disk.state = disk.state, state
         disk.save(update_fields=["state"])
-        in_use = {"held_by": f"{holder.instance.cluster.name}/{holder.instance}"} if holder else {}
+        in_use = {"held_by": holder.holder} if holder else {}
         record(DISK_STATE_ACTIONS[state], actor, disk, previous=previous, **in_use)
         marks.changed.append(disk)
     return marks
