@@ -6,6 +6,7 @@ Works in its own database (platter_bench, created and dropped here), never the d
 """
 
 import argparse
+import contextlib
 import functools
 import multiprocessing as mp
 import os
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,10 +236,11 @@ def describe_setup() -> str:
     )
 
 
-def run_processes(clients: int, target, args_of) -> tuple[list[float], int, float, float]:
+def run_processes(clients: int, target, args_of) -> tuple[list[float], int, float, list]:
     """Run `clients` separate processes (own interpreter, own connection: no shared GIL),
     started together at a barrier once each has warmed up. Returns all latencies (s), summed
-    counts, wall time from the first start to the last finish, and the slowest warm-up (s)."""
+    counts, wall time from the first start to the last finish, and what else each reported
+    (here: its warm-up in s)."""
     context = mp.get_context("spawn")
     barrier, out = context.Barrier(clients), context.Queue()
     procs = [
@@ -253,7 +256,7 @@ def run_processes(clients: int, target, args_of) -> tuple[list[float], int, floa
             raise SystemExit(f"a bench client died with exit code {proc.exitcode}")
     latencies = [x for report in reports for x in report[0]]
     wall = max(r[3] for r in reports) - min(r[2] for r in reports)
-    return latencies, sum(r[1] for r in reports), wall, max(r[4] for r in reports)
+    return latencies, sum(r[1] for r in reports), wall, [r[4] for r in reports]
 
 
 def raw_transactions(clients: int, seconds: float = 2.0) -> tuple[float, list[float]]:
@@ -337,6 +340,14 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=400, help="1x1 reservations per run")
     args = parser.parse_args()
 
+    with bench_database():
+        bench(args)
+
+
+@contextlib.contextmanager
+def bench_database() -> Iterator[None]:
+    """Django set up on a fresh BENCH_DB (created from the configured database's server),
+    dropped again afterwards."""
     admin_db = settings.DATABASES["default"]["NAME"]
     if admin_db == BENCH_DB:
         raise SystemExit("point DATABASE_URL at a normal database; the bench makes its own")
@@ -347,7 +358,7 @@ def main() -> None:
     settings.DEBUG = False
     django.setup()
     try:
-        bench(args)
+        yield
     finally:
         from django.db import connections
 
@@ -355,7 +366,9 @@ def main() -> None:
         recreate_database(admin_db, drop_only=True)
 
 
-def bench(args) -> None:
+def prepare() -> tuple[list, object]:
+    """The bench database's schema, network, eight users with roomy quotas and a product
+    version: returns the users and the version."""
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
@@ -374,6 +387,11 @@ def bench(args) -> None:
     Quota.objects.bulk_create(Quota(user=u, **roomy) for u in users)
     product = Product.objects.create(name="bench", title="Bench")
     version = ProductVersion.objects.create(product=product, version="1", image="x")
+    return users, version
+
+
+def bench(args) -> None:
+    users, version = prepare()
 
     sizes = [int(s) for s in args.sizes.split(",")]
     client_counts = [int(c) for c in args.clients.split(",")]
@@ -404,7 +422,8 @@ def bench(args) -> None:
                 # Raw right before and right after, pooled: both see the same background load.
                 raw_before, latencies_before = raw_transactions(clients, seconds=1.0)
                 tpcb_before = pgbench_tps(clients)
-                latencies, ok, wall, cold = run_processes(clients, _reserve_client, share)
+                latencies, ok, wall, colds = run_processes(clients, _reserve_client, share)
+                cold = max(colds)
                 tpcb_after = pgbench_tps(clients)
                 raw_after, latencies_after = raw_transactions(clients, seconds=1.0)
                 raw, tpcb = (raw_before + raw_after) / 2, (tpcb_before + tpcb_after) / 2
