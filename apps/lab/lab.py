@@ -18,6 +18,7 @@ from django.db.models import ProtectedError
 
 from apps.inventory import pki
 from apps.inventory.models import Disk, Network, Node
+from apps.inventory.services import set_disk_state, set_node_state
 from workers.discovery import KIND_FILE
 
 from . import host, ssh
@@ -139,8 +140,17 @@ def unregister(names: list[str]) -> str:
             Network.objects.filter(name="lab").delete()
         return "inventory rows removed"
     except ProtectedError:
-        Disk.objects.filter(node__name__in=names).update(state=Disk.State.RETIRED)
-        Node.objects.filter(name__in=names).update(state=Node.State.DOWN)
+        # Through the inventory services, as an admin's marks: locked and audited (by the
+        # system), nodes before disks like a reservation.
+        with transaction.atomic():
+            for node_id in (
+                Node.objects.filter(name__in=names).order_by("id").values_list("id", flat=True)
+            ):
+                set_node_state(node_id, Node.State.DOWN, reason="the lab was taken down")
+            set_disk_state(
+                Disk.objects.filter(node__name__in=names).values_list("id", flat=True),
+                Disk.State.RETIRED,
+            )
         return "clusters still refer to the lab's nodes: their rows are kept, marked down"
 
 

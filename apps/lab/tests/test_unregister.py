@@ -1,5 +1,6 @@
 import pytest
 
+from apps.audit.models import AuditEvent
 from apps.clusters import reservation
 from apps.clusters.tests.factories import make_cluster, make_network, wants
 from apps.inventory.models import Disk, Node
@@ -28,3 +29,10 @@ def test_lab_down_keeps_rows_that_cluster_history_points_at(alice):
     node.refresh_from_db()
     assert node.state == Node.State.DOWN
     assert set(node.disks.values_list("state", flat=True)) == {Disk.State.RETIRED}
+    # Audited as the system's marks, the retired disk naming the instance still holding it.
+    events = AuditEvent.objects.filter(actor=None).order_by("id")
+    assert [(e.action, e.object_repr) for e in events] == [
+        (AuditEvent.Action.NODE_DOWN, str(node)),
+        (AuditEvent.Action.DISK_RETIRE, str(node.disks.get())),
+    ]
+    assert events[1].detail["held_by"] == f"{cluster.name}/{cluster.instances.get().hostname}"
