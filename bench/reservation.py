@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,28 +165,56 @@ def _client_setup(dbname: str) -> None:
 
 
 def _reserve_client(dbname: str, warmup_id: int, ids: list[int], barrier, out) -> None:
-    """Reserve `ids` one after another. The first reservation of a process pays for setting
-    up its connection and preparing the statements, which a worker does once per database
-    connection (CONN_MAX_AGE): it goes to a warm-up cluster before the timed run and is
-    reported on its own (cold)."""
+    """Reserve `ids` one after another with the product's reserve() (see timed_claims)."""
     _client_setup(dbname)
     from django.db import connection
 
     from apps.clusters.reservation import Reservation, reserve
 
+    reserved = lambda cluster_id: isinstance(reserve(cluster_id), Reservation)  # noqa: E731
+    out.put(timed_claims(reserved, warmup_id, ids, barrier))
+    connection.close()
+
+
+def timed_claims(claim: Callable[[int], bool], warmup_id: int, ids: list[int], barrier) -> tuple:
+    """claim() each of `ids` in turn, timed, once every client is at the barrier. The first
+    reservation of a process pays for setting up its connection and preparing the statements,
+    which a worker does once per database connection (CONN_MAX_AGE): it goes to a warm-up
+    cluster before the timed run and is reported on its own (cold). Returns (latencies,
+    successes, start, end, {"cold", "client_cpu", "server_cpu"}) in seconds; server_cpu is the
+    Postgres backend's, None when Postgres is not on this machine."""
+    from django.db import connection
+
     connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
     began = time.perf_counter()
-    reserve(warmup_id)
+    claim(warmup_id)
     cold = time.perf_counter() - began
     latencies, ok = [], 0
     barrier.wait()
+    cpu, server = time.process_time(), _backend_cpu(backend)
     start = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
     for cluster_id in ids:
         began = time.perf_counter()
-        ok += isinstance(reserve(cluster_id), Reservation)
+        ok += claim(cluster_id)
         latencies.append(time.perf_counter() - began)
-    out.put((latencies, ok, start, time.perf_counter(), cold))
-    connection.close()
+    end = time.perf_counter()
+    server_after = _backend_cpu(backend)
+    used = {
+        "cold": cold,
+        "client_cpu": time.process_time() - cpu,
+        "server_cpu": None if server is None or server_after is None else server_after - server,
+    }
+    return latencies, ok, start, end, used
+
+
+def _backend_cpu(pid: int) -> float | None:
+    """Seconds of CPU the Postgres backend `pid` used so far, or None when not on this machine."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _raw_client(dsn: str, slot: int, seconds: float, barrier, out) -> None:
@@ -240,7 +268,7 @@ def run_processes(clients: int, target, args_of) -> tuple[list[float], int, floa
     """Run `clients` separate processes (own interpreter, own connection: no shared GIL),
     started together at a barrier once each has warmed up. Returns all latencies (s), summed
     counts, wall time from the first start to the last finish, and what else each reported
-    (here: its warm-up in s)."""
+    (the last item of its report: for timed_claims, its warm-up and CPU)."""
     context = mp.get_context("spawn")
     barrier, out = context.Barrier(clients), context.Queue()
     procs = [
@@ -422,8 +450,8 @@ def bench(args) -> None:
                 # Raw right before and right after, pooled: both see the same background load.
                 raw_before, latencies_before = raw_transactions(clients, seconds=1.0)
                 tpcb_before = pgbench_tps(clients)
-                latencies, ok, wall, colds = run_processes(clients, _reserve_client, share)
-                cold = max(colds)
+                latencies, ok, wall, used = run_processes(clients, _reserve_client, share)
+                cold = max(u["cold"] for u in used)
                 tpcb_after = pgbench_tps(clients)
                 raw_after, latencies_after = raw_transactions(clients, seconds=1.0)
                 raw, tpcb = (raw_before + raw_after) / 2, (tpcb_before + tpcb_after) / 2

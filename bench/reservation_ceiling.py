@@ -21,9 +21,7 @@ throughput is the cores over their sum.
 """
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,14 +36,11 @@ def one_call_function() -> str:
     """CREATE FUNCTION running the reservation's statements for a single-instance cluster,
     with the product's SQL texts and their parameters turned into PL/pgSQL variables."""
     from apps.clusters import placement, quotas, reservation
-    from apps.clusters.models import Cluster
-    from apps.clusters.transitions import transition_ctes
 
     candidates, _, _ = placement.cluster_candidates_statement(0)
     lock, usage = (sql for sql, _ in quotas.cluster_owner_statements(0))
     free, _, _ = placement.free_statement([0], {"hdd"})
-    ctes, _ = transition_ctes(0, Cluster.State.QUEUED, Cluster.State.PLACING)
-    write = reservation._write_sql(ctes, False)
+    write, _ = reservation._write_statement(0, reuse=False)
     values = {
         "%(cluster)s": "p_cluster", "%(exclude)s": "p_cluster", "%(window)s": "p_window",
         "%(name)s": "p_network", "%(want)s": "v_want", "%(now)s": "now()",
@@ -88,17 +83,8 @@ END
 $body$"""  # noqa: S608  (the product's SQL constants)
 
 
-def _backend_cpu(pid: int) -> float | None:
-    """Seconds of CPU the Postgres backend `pid` used so far, or None when not on this machine."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _claim_client(how: str, dbname: str, warmup_id: int, ids: list[int], barrier, out) -> None:
-    """Claim `ids` one after another the `how` way (python or one call), after one warm-up."""
+    """Claim `ids` one after another the `how` way (python or one call; see timed_claims)."""
     bench._client_setup(dbname)
     from django.db import connection, transaction
 
@@ -117,21 +103,7 @@ def _claim_client(how: str, dbname: str, warmup_id: int, ids: list[int], barrier
         return isinstance(reserve(cluster_id), Reservation)
 
     claim = one_call if how == "one call" else python
-    connection.ensure_connection()
-    backend = connection.connection.info.backend_pid
-    claim(warmup_id)
-    latencies, ok = [], 0
-    barrier.wait()
-    cpu, server = time.process_time(), _backend_cpu(backend)
-    start = time.perf_counter()
-    for cluster_id in ids:
-        began = time.perf_counter()
-        ok += claim(cluster_id)
-        latencies.append(time.perf_counter() - began)
-    end = time.perf_counter()
-    server_after = _backend_cpu(backend)
-    used = (time.process_time() - cpu, None if server is None else server_after - server)
-    out.put((latencies, ok, start, end, used))
+    out.put(bench.timed_claims(claim, warmup_id, ids, barrier))
     connection.close()
 
 
@@ -144,13 +116,13 @@ def run(how: str, users, version, nodes: int, clients: int, claims: int) -> dict
     warmups, ids = bench.split(queued, clients)
     share = lambda slot: (how, bench.BENCH_DB, warmups[slot], ids[slot::clients])  # noqa: E731
     latencies, ok, wall, used = bench.run_processes(clients, _claim_client, share)
-    servers = [server for _, server in used]
+    servers = [u["server_cpu"] for u in used]
     return {
         "ok": ok,
         "rate": len(ids) / wall,
         "p50": bench.pct(latencies, 50),
         "p99": bench.pct(latencies, 99),
-        "client": sum(client for client, _ in used) / len(ids) * 1000,
+        "client": sum(u["client_cpu"] for u in used) / len(ids) * 1000,
         "server": None if None in servers else sum(servers) / len(ids) * 1000,
     }
 
