@@ -22,8 +22,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from docker.errors import NotFound
 
+from apps.clusters.admission import reserve_or_fail
 from apps.clusters.models import Cluster, ClusterEvent, Instance
-from apps.clusters.reservation import Rejection, release, reserve
+from apps.clusters.reservation import Rejection, release
 from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
@@ -154,8 +155,8 @@ def launch(cluster_id: int) -> str:
             if cluster is None:
                 return "gone"
             if cluster.state == S.QUEUED:
-                outcome = reserve(cluster_id)
-                if isinstance(outcome, Rejection):
+                outcome = reserve_or_fail(cluster_id)
+                if outcome is None or isinstance(outcome, Rejection):
                     return _placed(started, Cluster.objects.get(id=cluster_id).state)
                 disks = sum(len(p.disk_ids) for p in outcome.placements)
                 nodes = len({p.node_id for p in outcome.placements})

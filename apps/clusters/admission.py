@@ -1,11 +1,16 @@
 """The admission queue: clusters within quota but beyond free capacity wait as `queued`."""
 
+import logging
+
 from django.conf import settings
 from django.db.models import F
 
 from . import jobs
 from .models import Cluster
-from .reservation import Rejection, Reservation, reserve
+from .reservation import Rejection, Reservation, release, reserve
+from .transitions import transition
+
+log = logging.getLogger(__name__)
 
 
 def queue_order() -> list[int]:
@@ -30,8 +35,15 @@ def admit_queued() -> list[int]:
     order the first cluster that does not fit stops the pass, so big clusters never starve
     behind a stream of small ones; with SCHEDULER_QUEUE_BACKFILL the rest are tried too."""
     placed = []
-    for cluster_id in queue_order():
-        outcome = reserve(cluster_id)
+    try:
+        order = queue_order()
+    except Exception:  # (it runs after others' commits: never fail their work)
+        log.exception("could not read the admission queue")
+        return placed
+    for cluster_id in order:
+        outcome = reserve_or_fail(cluster_id)
+        if outcome is None:
+            continue  # that cluster failed on its own; the rest of the queue goes on
         if isinstance(outcome, Reservation):
             placed.append(cluster_id)
             jobs.dispatch(jobs.LAUNCH, cluster_id)  # the worker creates its containers
@@ -42,3 +54,23 @@ def admit_queued() -> list[int]:
         ):
             break
     return placed
+
+
+def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
+    """reserve(), except that an unexpected error (a bug, a shape the planner mishandles)
+    fails this one cluster with the reason, gives back anything it held and returns None,
+    instead of stopping the queue or whoever released capacity (a destroy) with it."""
+    try:
+        return reserve(cluster_id)
+    except Exception as error:  # any bug: this cluster fails, not the queue
+        log.exception("reserving cluster %s failed", cluster_id)
+        reason = (
+            f"Platter could not place this cluster ({type(error).__name__}: {error}); "
+            "nothing is held. Please report it to the administrators."
+        )
+        try:
+            release(cluster_id)
+            transition(cluster_id, Cluster.State.QUEUED, Cluster.State.FAILED, reason)
+        except Exception:  # (the database itself is failing: the next pass retries)
+            log.exception("could not fail cluster %s", cluster_id)
+        return None

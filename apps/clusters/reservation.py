@@ -361,7 +361,7 @@ def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
     if any(len(disks_of.get(w.id, ())) != w.disks for w in wants):
         raise _Raced  # e.g. an admin is marking one of them failed right now
     placements = [
-        Placement(w.id, node_of[w.id], tuple(disks_of[w.id]), address_id)
+        Placement(w.id, node_of[w.id], tuple(disks_of.get(w.id, ())), address_id)
         for w, address_id in zip(wants, addresses, strict=True)
     ]
     return Reservation(cluster_id, placements)
@@ -464,5 +464,5 @@ def release(cluster_id: int, keep_data: bool = True) -> int:
             if settings.SCHEDULER_ADMIT_ON_RELEASE:
                 from .admission import admit_queued
 
-                transaction.on_commit(admit_queued)
+                transaction.on_commit(admit_queued)  # never raises: see admit_queued
     return len(disk_ids)
