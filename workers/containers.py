@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from apps.catalog import templating
+from apps.catalog.images import site_image
 from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
 from apps.catalog.services import needs_trust
 from apps.clusters.models import Cluster, DiskAllocation, Instance
@@ -157,7 +158,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
                 instance_id=instance.id,
                 node=instance.node,
                 name=container_name(cluster.id, instance.role, instance.index),
-                image=instance.image or version.image,
+                image=site_image(instance.image or version.image),
                 hostname=instance.hostname,
                 address=instance.address.ip,
                 command=templating.instance_command(
@@ -204,6 +205,8 @@ def create_arguments(api, plan: ContainerPlan) -> dict:
         network_mode=network,
         extra_hosts=plan.extra_hosts,
         log_config=LOG_CONFIG,
+        # A crashed product process comes back with its disks, as under any supervisor.
+        restart_policy={"Name": "on-failure", "MaximumRetryCount": settings.CONTAINER_RESTARTS},
         **plan.throttles,
     )
     networking = api.create_networking_config(

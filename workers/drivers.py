@@ -148,6 +148,17 @@ def ensure_image(node: Node, image: str) -> None:
         ) from error  # fmt: skip
 
 
+def image_references(node: Node) -> list[str]:
+    """Every "repo:tag" the node holds, sorted."""
+    api = client_for(node).api
+    return repo_tags(call(node, lambda: api.images(), "list images"))
+
+
+def repo_tags(images: list[dict]) -> list[str]:
+    """The "repo:tag" names in an Engine API image listing (untagged images have none)."""
+    return sorted({t for i in images for t in i.get("RepoTags") or [] if t != "<none>:<none>"})
+
+
 # Output of a command run in a container goes to a file in the container's /tmp: reading it
 # back is a plain HTTP request, while attaching to an exec needs a hijacked connection that
 # docker's ssh:// transport breaks (BrokenPipeError).

@@ -56,7 +56,8 @@ def reconcile(grace_seconds: int | None = None) -> dict:
             touched |= _node_failed(node, error, report)
             continue
         report.checked.append(node.name)
-        _node_answered(node, report)
+        found, images = found
+        _node_answered(node, images, report)
         touched |= _compare(node, found, report)
         _remove_orphans(node, found, grace, report)
     for cluster_id in touched:
@@ -64,12 +65,14 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     return report.__dict__
 
 
-def _list_containers(node: Node) -> list[dict]:
+def _list_containers(node: Node) -> tuple[list[dict], list[str]]:
+    """Our containers on the node, and the image references it holds (for the catalog)."""
     api = drivers.client_for(node).api
     site = f"platter.site={settings.PLATTER_SITE}"
-    return drivers.call(
+    found = drivers.call(
         node, lambda: api.containers(all=True, filters={"label": site}), "list containers"
     )
+    return found, drivers.image_references(node)
 
 
 def _node_failed(node: Node, error: NodeError, report: Report) -> set[int]:
@@ -99,8 +102,8 @@ def _mark_lost(instance: Instance, message: str, report: Report) -> int:
     return instance.cluster_id
 
 
-def _node_answered(node: Node, report: Report) -> None:
-    changes: dict = {"failed_checks": 0, "last_seen": timezone.now()}
+def _node_answered(node: Node, images: list[str], report: Report) -> None:
+    changes: dict = {"failed_checks": 0, "last_seen": timezone.now(), "images": images}
     back_up = node.state == Node.State.DOWN and node.down_by_health_check
     if back_up:
         changes |= {"state": Node.State.ACTIVE, "down_by_health_check": False}
@@ -123,9 +126,13 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
     for instance in _watched_instances(node):
         container = by_instance.get(str(instance.id))
         running = container is not None and container["State"] == "running"
+        if container is not None and container["State"] == "restarting":
+            continue  # its node's Docker is restarting it after a crash
         if not running and instance.state != Instance.State.LOST:
             why = f"exited ({container['Status']})" if container else "vanished"
             message = f"{instance.hostname}'s container on {node.name} {why}"
+            if container is not None:
+                message += _last_lines(node, container["Id"])
             touched.add(_mark_lost(instance, message, report))
         elif running and instance.state == Instance.State.LOST:
             Instance.objects.filter(id=instance.id).update(state=Instance.State.RUNNING)
@@ -133,6 +140,17 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
             report.recovered.append(f"{instance.cluster_id}/{instance.hostname}")
             touched.add(instance.cluster_id)
     return touched
+
+
+def _last_lines(node: Node, container_id: str, lines: int = 5) -> str:
+    """The end of a container's log, for the event that says it stopped."""
+    api = drivers.client_for(node).api
+    try:
+        raw = drivers.call(node, lambda: api.logs(container_id, tail=lines), "read the log")
+    except NodeError:
+        return ""
+    text = raw.decode(errors="replace").strip()[-600:]
+    return f"; last log lines:\n{text}" if text else ""
 
 
 def _settle(cluster_id: int) -> None:

@@ -13,6 +13,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from apps.catalog.images import ImageUnavailable
 from apps.catalog.options import OptionsError
 from apps.clusters.quotas import QuotaExceeded
 from apps.clusters.services import LeaseError, ReuseError, TransitionError
@@ -35,6 +36,8 @@ def translate(exc: Exception) -> Exception:
         quota = {"limit": exc.limit, "scope": exc.scope, "asked": exc.asked, "used": exc.used,
                  "maximum": exc.maximum}  # fmt: skip
         return ApiError(403, "quota_exceeded", str(exc), quota=quota)
+    if isinstance(exc, ImageUnavailable):
+        return ApiError(409, "image_unavailable", str(exc), images=exc.images)
     if isinstance(exc, TransitionError):
         return ApiError(409, "conflict", str(exc))
     if isinstance(exc, LeaseError):

@@ -116,9 +116,11 @@ def launch(
     reuse_data_of: Cluster | None = None, *, actor: Actor = None,
 ) -> Cluster:  # fmt: skip
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster."""
-    from apps.catalog.options import resolve  # the catalog owns option rules
+    from apps.catalog.images import require_images  # the catalog owns option and image rules
+    from apps.catalog.options import resolve
 
     spec = resolve(version, options)
+    require_images(version)  # ImageUnavailable: a cluster that could never start is refused
     return create_cluster(
         owner, version, name, spec.instances, options, lease_hours, reuse_data_of, actor=actor
     )

@@ -29,6 +29,9 @@ class Node(models.Model):
     failed_checks = models.PositiveIntegerField(default=0)
     last_seen = models.DateTimeField(null=True, blank=True)
     down_by_health_check = models.BooleanField(default=False)
+    # Image references ("repo:tag") the node holds, as last listed by the reconciler (or the
+    # lab): the catalog says at once when a version's image is on no node.
+    images = models.JSONField(default=list, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -147,8 +147,17 @@ PLATTER_SITE = envstr("PLATTER_SITE", "platter")
 NODE_NETWORK_NAME = envstr("PLATTER_NODE_NETWORK_NAME", "platter")
 # A small image with a POSIX shell for helper containers (disk discovery, wipes).
 NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", "busybox:1.36")
+# Platter's product images (platter/<product>:<tag>, deploy/images/) come from this registry
+# (e.g. registry.example.org); empty: the nodes hold them already (the lab builds them).
+IMAGE_REGISTRY = envstr("PLATTER_IMAGE_REGISTRY", "")
+# Whether nodes may pull an image they lack. Without pulls the catalog refuses a launch whose
+# image is on no active node (409) instead of queueing a cluster that cannot start.
+IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", True)
 # Limits of every instance's container besides its cores and memory.
 CONTAINER_PIDS_LIMIT = envint("PLATTER_CONTAINER_PIDS_LIMIT", 4096)
+# An instance whose process crashes (exits non-zero; not a user's stop) is restarted by its
+# node's Docker, with the same disks, up to this many times before the reconciler reports it.
+CONTAINER_RESTARTS = envint("PLATTER_CONTAINER_RESTARTS", 3)
 # Seconds a container gets to stop before it is killed.
 CONTAINER_STOP_TIMEOUT = envint("PLATTER_CONTAINER_STOP_TIMEOUT", 10)
 # How long stop/start/destroy wait for another worker to finish with a cluster.
@@ -192,6 +201,8 @@ LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
 # lab use their own slice (see test.py), so their addresses never collide with the dev portal.
 LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
+# Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
+LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb"])
 # The lab's fio image: the host's fio and its libraries on top of the base image.
 LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
 # Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.

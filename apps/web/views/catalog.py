@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from apps.catalog.images import ImageUnavailable, missing_images
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
@@ -17,6 +18,7 @@ from ..forms import LaunchForm
 def catalog(request: HttpRequest) -> HttpResponse:
     products: dict = {}
     for version in launchable_versions().order_by("product__name", "-version"):
+        version.missing_images = missing_images(version)
         products.setdefault(version.product, []).append(version)
     return render(request, "web/catalog.html", {"products": products.items()})
 
@@ -41,6 +43,8 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
                 form.add_error(name if name in form.fields else None, message)
         except services.QuotaExceeded as exc:
             form.add_error(None, f"Over your quota: {exc}")
+        except ImageUnavailable as exc:
+            form.add_error(None, f"Cannot launch: {exc}")
         except services.LeaseError as exc:
             form.add_error("lease", str(exc))
         except services.ReuseError as exc:
@@ -60,6 +64,7 @@ def launch_preview(request: HttpRequest, product: str, version: str) -> HttpResp
 
 def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     # An unbound form previews the defaults; a bound one whatever fields are valid so far.
+    missing = {"missing_images": missing_images(form.version)}
     errors: dict[str, str] = {}
     if form.is_bound:
         form.is_valid()
@@ -72,9 +77,9 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     except OptionsError as exc:
         errors = {**exc.errors, **errors}
     if errors:
-        return {"preview": None, "preview_errors": errors}
+        return {"preview": None, "preview_errors": errors, **missing}
     roles: dict[str, int] = {}
     for instance in spec.instances:
         roles[instance.role] = roles.get(instance.role, 0) + 1
     return {"preview": preview_launch(request.user, spec.instances), "spec": spec,
-            "roles": roles.items()}  # fmt: skip
+            "roles": roles.items(), **missing}  # fmt: skip
