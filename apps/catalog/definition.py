@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .models import ProductVersion
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
-# Docker accepts any name without "="; images such as apache/hadoop read CORE-SITE.XML_fs.x names.
+# Docker accepts any name without "="; some images read names such as CORE-SITE.XML_fs.x.
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 ROLE_KEYS = {
     "name",

@@ -32,6 +32,7 @@ from .image import (
     lab_network_spec,
 )
 from .nodes import LabNode, bridge_name, disk_kind, lab_nodes, run_dir, state_dir
+from .products import ensure_product_images, node_images
 
 
 def ensure_pki(nodes: list[LabNode]) -> None:
@@ -95,6 +96,7 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
             "labels": {"lab": True, "transport": "ssh" if node.over_ssh else "tls"},
             "disk_root": str(node.disk_root),
             "network_parent": bridge_name(),
+            "images": node_images(node),
         },
     )
     for index, device, mount_point in disks:
@@ -170,9 +172,10 @@ def up(log=print) -> list[Node]:
         start_dockerd(node)
     tar_path = build_base_image_tar()
     fio_tar_path = build_fio_image_tar()
-    registered = []
+    disks_of = []
     for node in nodes:
         disks = ensure_disks(node)
+        disks_of.append(disks)
         wait_for_dockerd(node)
         ensure_image(node, tar_path)
         ensure_image(node, fio_tar_path, settings.LAB_FIO_IMAGE)
@@ -181,9 +184,9 @@ def up(log=print) -> list[Node]:
             ssh.ensure_ssh_keys()
             ssh.start_sshd(node)
             ssh.install_ssh_client_config(node)
-        registered.append(register(node, disks))
         log(f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}")
-    return registered
+    ensure_product_images(nodes, log)
+    return [register(node, node_disks) for node, node_disks in zip(nodes, disks_of, strict=True)]
 
 
 def down(log=print) -> None:

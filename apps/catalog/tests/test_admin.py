@@ -20,7 +20,7 @@ def test_it_lists_products_and_versions_with_filters(admin_client_):
         reverse("admin:catalog_productversion_changelist"), {"enabled__exact": "1"}
     )
     assert page.status_code == 200
-    assert b"apache/hadoop:3.3.6" in page.content and b"By trusted" in page.content
+    assert b"platter/hadoop:3.4.2" in page.content and b"By trusted" in page.content
 
 
 def test_it_renders_the_change_pages(admin_client_):

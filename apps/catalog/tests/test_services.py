@@ -20,17 +20,17 @@ REAL_PRODUCTS = {"demo", "hadoop", "spark", "cassandra", "mongodb"}
 def test_it_loads_the_catalog_with_the_real_products():
     report = load_catalog()
     assert set(Product.objects.values_list("name", flat=True)) >= REAL_PRODUCTS
-    assert "hadoop 3.3.6" in report.created and not report.updated
+    assert "hadoop 3.4.2" in report.created and not report.updated
     assert ProductVersion.objects.get(product__name="demo").image == "platter/lab-base:1"
 
 
 def test_it_loads_idempotently():
     load_catalog()
-    ids = dict(ProductVersion.objects.values_list("product__name", "id"))
+    ids = sorted(ProductVersion.objects.values_list("product__name", "version", "id"))
     report = load_catalog()
     assert report.created == [] and report.updated == []
     assert len(report.unchanged) == len(ids)
-    assert dict(ProductVersion.objects.values_list("product__name", "id")) == ids
+    assert sorted(ProductVersion.objects.values_list("product__name", "version", "id")) == ids
 
 
 def test_it_updates_changed_versions_and_never_deletes_missing_ones(tmp_path):
@@ -104,7 +104,9 @@ def test_it_loads_through_the_management_command_and_reports_counts():
     call_command("load_catalog", stdout=out)
     call_command("load_catalog", stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith(f"created: {len(REAL_PRODUCTS)} (")
+    versions = ProductVersion.objects.count()
+    assert versions > len(REAL_PRODUCTS)  # MongoDB: FerretDB in the lab, mongo:7.0 for sites
+    assert lines[0].startswith(f"created: {versions} (")
     assert lines[3] == "created: 0" and lines[4] == "updated: 0"
 
 

@@ -1,0 +1,175 @@
+"""Stage a product image's build context once, then build it on any Docker engine.
+
+A context is cached as a tar named by its content hash: the recipe's inputs (what it downloads,
+with versions), every file under ``deploy/images/<product>/`` and the base image's own hash.
+The image gets that hash as a label, so an engine that already has it builds nothing: a second
+lab start takes seconds. In the lab the JVM base is a Debian root file system made with
+mmdebstrap and imported (no registry); a site builds it from deploy/images/jvm-base/Dockerfile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from .recipe import IMAGES_DIR, Recipe
+
+CONTENT_LABEL = "platter.content"
+BASE_REPOSITORY = "platter/jvm-base"
+BASE_TAG = "17"
+# What every JVM product image starts from (deploy/images/jvm-base/Dockerfile says the same).
+BASE_SUITE = "bookworm"
+BASE_PACKAGES = ("openjdk-17-jre-headless", "python3", "procps")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A build context ready to send to an engine."""
+
+    reference: str
+    context: Path  # tar with the Dockerfile at its root
+    content: str  # content hash, also the image's CONTENT_LABEL
+
+
+def _digest(*parts: str | bytes) -> str:
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part if isinstance(part, bytes) else part.encode())
+        sha.update(b"\0")
+    return sha.hexdigest()[:16]
+
+
+def folder_digest(folder: Path) -> str:
+    """Hash of every file's path, mode and bytes under ``folder``."""
+    parts: list[str | bytes] = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        mode = oct(path.stat().st_mode & 0o777)
+        parts += [str(path.relative_to(folder)), mode, path.read_bytes()]
+    return _digest(*parts)
+
+
+# ---------------------------------------------------------------- the JVM base
+
+
+def base_content() -> str:
+    return _digest(BASE_SUITE, *BASE_PACKAGES, folder_digest(IMAGES_DIR / "jvm-base"))
+
+
+def base_reference() -> str:
+    return f"{BASE_REPOSITORY}:{BASE_TAG}"
+
+
+def base_rootfs(cache: Path) -> Path:
+    """The base image's root file system as a tar, made by mmdebstrap from Debian's packages."""
+    tar_path = cache / f"jvm-base-{base_content()}.tar"
+    if tar_path.exists():
+        return tar_path
+    if not shutil.which("mmdebstrap"):
+        raise BuildError("mmdebstrap is not installed: apt-get install mmdebstrap")
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = tar_path.with_suffix(".part.tar")
+    result = subprocess.run(
+        [
+            "mmdebstrap", "--variant=minbase", "--quiet",
+            f"--include={','.join(BASE_PACKAGES)}",
+            # openjdk's postinst registers man pages with update-alternatives
+            '--setup-hook=mkdir -p "$1/usr/share/man/man1"',
+            "--dpkgopt=path-exclude=/usr/share/doc/*",
+            BASE_SUITE, str(partial),
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise BuildError(f"mmdebstrap failed:\n{result.stderr[-2000:]}")
+    partial.rename(tar_path)
+    return tar_path
+
+
+def ensure_base(client: docker.DockerClient, cache: Path) -> str:
+    """The JVM base on this engine (imported from the rootfs tar when missing or stale)."""
+    content = base_content()
+    if _has(client, base_reference(), content):
+        return base_reference()
+    client.api.import_image(
+        src=str(base_rootfs(cache)),
+        repository=BASE_REPOSITORY,
+        tag=BASE_TAG,
+        changes=[f"LABEL {CONTENT_LABEL}={content}", 'CMD ["/bin/bash"]'],
+    )
+    return base_reference()
+
+
+# ---------------------------------------------------------------- product images
+
+
+def stage(recipe: Recipe, cache: Path) -> Staged:
+    """The recipe's build context as a tar (downloaded and packed once per content hash)."""
+    base = base_content() if recipe.on_base else "scratch"
+    content = _digest(
+        recipe.product, recipe.tag, *recipe.inputs, folder_digest(recipe.folder), base
+    )
+    tar_path = cache / "contexts" / f"{recipe.product}-{recipe.tag}-{content}.tar"
+    if not tar_path.exists():
+        work = cache / "work" / recipe.product
+        shutil.rmtree(work, ignore_errors=True)
+        fetched = work / "fetched"
+        fetched.mkdir(parents=True)
+        recipe.fetch(fetched, cache / "downloads")
+        tar_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = tar_path.with_suffix(".part")
+        with tarfile.open(partial, "w") as tar:
+            for item in sorted(recipe.folder.iterdir()):
+                tar.add(item, arcname=item.name)
+            tar.add(fetched, arcname="fetched")
+        partial.rename(tar_path)
+        shutil.rmtree(work, ignore_errors=True)
+        for old in tar_path.parent.glob(f"{recipe.product}-*.tar"):
+            if old != tar_path:
+                old.unlink()  # an older content of the same product: never used again
+    return Staged(recipe.reference, tar_path, content)
+
+
+def ensure_built(
+    client: docker.DockerClient, staged: Staged, base: str | None, tag_as: str = ""
+) -> bool:
+    """The staged image on this engine; False when it was already there (nothing built)."""
+    reference = tag_as or staged.reference
+    if _has(client, reference, staged.content):
+        return False
+    with staged.context.open("rb") as context:
+        stream = client.api.build(
+            fileobj=context,
+            custom_context=True,
+            tag=reference,
+            buildargs={"BASE": base} if base else None,
+            labels={CONTENT_LABEL: staged.content},
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        log = []
+        for chunk in stream:
+            if "error" in chunk:
+                raise BuildError(f"building {reference}: {chunk['error'].strip()}")
+            log.append(chunk.get("stream", ""))
+    if not _has(client, reference, staged.content):
+        raise BuildError(f"building {reference} left no image:\n{''.join(log)[-1500:]}")
+    return True
+
+
+def _has(client: docker.DockerClient, reference: str, content: str) -> bool:
+    try:
+        image = client.images.get(reference)
+    except docker.errors.ImageNotFound:
+        return False
+    return (image.labels or {}).get(CONTENT_LABEL) == content

@@ -1,0 +1,59 @@
+"""Product image builds on a real lab node: staged once, built once per content, rebuilt when
+a file of its deploy/images folder changes; and the reconciler records what each node holds."""
+
+import pytest
+from django.conf import settings
+
+from apps.catalog.product_images import recipe as recipe_module
+from apps.catalog.product_images.build import ensure_built, stage
+from apps.catalog.product_images.recipe import Recipe
+from apps.inventory.models import Node
+from workers import drivers, reconciler
+
+pytestmark = [pytest.mark.django_db, pytest.mark.lab]
+
+
+def output_of(client, image: str) -> str:
+    return client.containers.run(image, ["cat", "/opt/hello", "/opt/fetched"], remove=True).decode()
+
+
+def test_it_builds_once_per_content_and_again_when_a_script_changes(
+    tmp_path, monkeypatch, lab_inventory
+):
+    folder = tmp_path / "images" / f"tiny-{settings.PLATTER_SITE}"
+    (folder / "rootfs" / "opt").mkdir(parents=True)
+    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY fetched/ /\nCOPY rootfs/ /\n")
+    (folder / "rootfs" / "opt" / "hello").write_text("one ")
+    monkeypatch.setattr(recipe_module, "IMAGES_DIR", tmp_path / "images")
+    fetches = []
+
+    def fetch(dest, cache):
+        fetches.append(dest)
+        (dest / "opt").mkdir(parents=True)
+        (dest / "opt" / "fetched").write_text("fetched")
+
+    tiny = Recipe(folder.name, "1", ("nothing to download",), fetch)
+    cache = tmp_path / "cache"
+    client = drivers.client_for(Node.objects.get(name="lab-1"))
+    try:
+        staged = stage(tiny, cache)
+        assert ensure_built(client, staged, settings.LAB_IMAGE) is True
+        assert output_of(client, tiny.reference) == "one fetched"
+
+        assert stage(tiny, cache) == staged and len(fetches) == 1  # cached by content
+        assert ensure_built(client, staged, settings.LAB_IMAGE) is False  # nothing to build
+
+        (folder / "rootfs" / "opt" / "hello").write_text("two ")
+        changed = stage(tiny, cache)
+        assert changed.content != staged.content and not staged.context.exists()
+        assert ensure_built(client, changed, settings.LAB_IMAGE) is True
+        assert output_of(client, tiny.reference) == "two fetched"
+    finally:
+        client.images.remove(tiny.reference, force=True)
+
+
+def test_the_reconciler_records_the_images_each_node_holds(lab_inventory):
+    Node.objects.update(images=[])
+    reconciler.reconcile()
+    for node in Node.objects.filter(name__startswith="lab-"):
+        assert settings.LAB_IMAGE in node.images

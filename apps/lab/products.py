@@ -1,0 +1,67 @@
+"""The product images on every lab node, built from the package sources (no registry).
+
+Each recipe's context is staged once on this machine (cached by content hash under
+.local/cache/images, which `lab down` keeps), then built on every node at once; a node that
+already has the same content builds nothing. A product that cannot be built (no network, a
+download gone) is reported and skipped: the lab still comes up, and the catalog says that
+version's image is on no node.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+
+from apps.catalog import product_images
+from apps.catalog.product_images.build import Staged, ensure_base, ensure_built, stage
+from workers import drivers
+from workers.lifecycle import parallel
+
+from .daemons import local_client
+from .nodes import LabNode
+
+BUILD_TIMEOUT = 1800  # seconds an engine call may take while it copies a big context
+
+
+def cache_dir():
+    return settings.STATE_DIR / "cache" / "images"
+
+
+def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = print) -> None:
+    names = tuple(settings.LAB_PRODUCTS)
+    if not names:
+        return
+    recipes = product_images.recipes(names)
+    started = time.monotonic()
+    outcomes = parallel(lambda recipe: stage(recipe, cache_dir()), recipes)
+    staged: list[tuple[Staged, bool]] = []
+    for recipe, outcome in zip(recipes, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            log(f"product image {recipe.reference}: NOT built, {outcome}")
+        else:
+            staged.append((outcome, recipe.on_base))
+    log(f"product images staged in {time.monotonic() - started:.0f} s")
+
+    def build_on(node: LabNode) -> list[str]:
+        client = local_client(node, timeout=BUILD_TIMEOUT)
+        base = ensure_base(client, cache_dir())
+        built = []
+        for item, on_base in staged:
+            if ensure_built(client, item, base if on_base else None):
+                built.append(item.reference)
+        return built
+
+    started = time.monotonic()
+    for node, outcome in zip(nodes, parallel(build_on, nodes), strict=True):
+        if isinstance(outcome, Exception):
+            log(f"{node.name}: product images NOT built: {outcome}")
+        else:
+            what = ", ".join(outcome) if outcome else "all up to date"
+            log(f"{node.name}: product images {what} ({time.monotonic() - started:.0f} s)")
+
+
+def node_images(node: LabNode) -> list[str]:
+    """What the node holds, as the reconciler records it (the catalog reads it)."""
+    return drivers.repo_tags(local_client(node).api.images())
