@@ -1,6 +1,7 @@
 """Time from a launch request to `running`, next to raw `docker run` of the same containers.
 
     .venv/bin/python bench/time_to_ready [--sizes 1,4,8] [--repeat 5]
+    .venv/bin/python bench/time_to_ready --products spark,hadoop [--repeat 3]
 
 Needs the lab (./platter lab up). Works in its own database and Redis database with its own
 Celery worker and site label, so it never touches the dev portal's clusters. For each cluster
@@ -9,6 +10,13 @@ steps), and the physical limit is measured in the same run: the same containers 
 command, cores, memory, disk bind, address, hosts) created and started in parallel with the
 docker SDK on the nodes Platter chose. Aim (issue 4): Platter within 1.5x raw + 0.3 s.
 Writes bench/out/time_to_ready.png.
+
+With --products, real products instead (their default shapes: a master and 2 workers): launch
+request -> running (the product's own health checks passed) -> first job done (Spark's pi.py,
+MapReduce's pi on YARN), against the raw path in the same run: the same containers started with
+plain docker calls, then the same health checks and the same job run in them directly. Aims
+(issue 16): Spark ready in under 30 s, Platter at most 1.2x the raw path. Writes
+bench/out/time_to_ready_products.png.
 """
 
 import argparse
@@ -120,17 +128,22 @@ def platter_run(user, version, size: int, name: str):
     return ready - started, plans
 
 
+def raw_addresses(count: int) -> list[str]:
+    """Lab addresses past every portal's slice (see apps/lab/image.py), for raw containers."""
+    base = settings.LAB_SUBNET.rsplit(".", 1)[0]
+    return [f"{base}.{240 + n}" for n in range(count)]
+
+
 def raw_run(plans, round_no: int) -> float:
     """The same containers, created and started in parallel straight through the SDK (names,
     addresses and data folders of their own; clients already connected)."""
     from workers import containers, drivers
 
-    base = settings.LAB_SUBNET.rsplit(".", 1)[0]
     raw = []
-    for n, plan in enumerate(plans):
+    for n, (plan, address) in enumerate(zip(plans, raw_addresses(len(plans)), strict=True)):
         copy = containers.ContainerPlan(**{**plan.__dict__})
         copy.name = f"{SITE}-raw-{round_no}-{n}"
-        copy.address = f"{base}.{240 + n}"
+        copy.address = address
         copy.binds = [b.replace("/cluster-", "/raw-") for b in plan.binds]
         raw.append(copy)
 
@@ -152,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4,8")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--products", default="", help="e.g. spark,hadoop: real products")
     args = parser.parse_args()
 
     admin_db = settings.DATABASES["default"]["NAME"]
@@ -194,6 +208,11 @@ def bench(args, out: Path) -> None:
         if time.monotonic() > deadline:
             raise SystemExit("the bench worker did not start; see bench/out/")
     user = get_user_model().objects.create_user("bench")
+    if args.products:
+        from time_to_ready_products import bench_products
+
+        bench_products(user, args.products.split(","), args.repeat, out)
+        return
     version = bench_version()
     platter_run(user, version, 1, "warm-up")  # connections, images and networks in place
 
