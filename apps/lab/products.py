@@ -15,7 +15,13 @@ from collections.abc import Callable
 from django.conf import settings
 
 from apps.catalog import product_images
-from apps.catalog.product_images.build import Staged, ensure_base, ensure_built, stage
+from apps.catalog.product_images.build import (
+    Staged,
+    base_rootfs,
+    ensure_base,
+    ensure_built,
+    stage,
+)
 from workers import drivers
 from workers.lifecycle import parallel
 
@@ -42,6 +48,7 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
             log(f"product image {recipe.reference}: NOT built, {outcome}")
         else:
             staged.append((outcome, recipe.on_base))
+    base_rootfs(cache_dir())  # once, before the nodes import it in parallel
     log(f"product images staged in {time.monotonic() - started:.0f} s")
 
     def build_on(node: LabNode) -> list[str]:

@@ -15,7 +15,7 @@ from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.tests.waiting import wait_for
-from apps.inventory.models import Address
+from apps.inventory.models import Address, Node
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 from workers import containers, drivers
 
@@ -34,6 +34,8 @@ def launch_default(user, product: str, name: str) -> Cluster:
         .first()
     )
     assert missing_images(version) == [], "lab up builds every product image"
+    for node in Node.objects.filter(name__startswith="lab-"):
+        assert version.image in node.images, f"lab up did not build {version.image} on {node}"
     cluster = services.launch(user, version, name, {})
     return wait_for(cluster.id, S.RUNNING, seconds=READY_SECONDS)
 

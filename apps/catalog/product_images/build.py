@@ -10,6 +10,7 @@ mmdebstrap and imported (no registry); a site builds it from deploy/images/jvm-b
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tarfile
@@ -77,7 +78,7 @@ def base_rootfs(cache: Path) -> Path:
     if not shutil.which("mmdebstrap"):
         raise BuildError("mmdebstrap is not installed: apt-get install mmdebstrap")
     cache.mkdir(parents=True, exist_ok=True)
-    partial = tar_path.with_suffix(".part.tar")
+    partial = tar_path.with_name(f"{tar_path.stem}.{os.getpid()}.part.tar")  # one per builder
     result = subprocess.run(
         [
             "mmdebstrap", "--variant=minbase", "--quiet",
@@ -120,13 +121,13 @@ def stage(recipe: Recipe, cache: Path) -> Staged:
     )
     tar_path = cache / "contexts" / f"{recipe.product}-{recipe.tag}-{content}.tar"
     if not tar_path.exists():
-        work = cache / "work" / recipe.product
+        work = cache / "work" / f"{recipe.product}-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         fetched = work / "fetched"
         fetched.mkdir(parents=True)
         recipe.fetch(fetched, cache / "downloads")
         tar_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = tar_path.with_suffix(".part")
+        partial = tar_path.with_name(f"{tar_path.name}.{os.getpid()}.part")
         with tarfile.open(partial, "w") as tar:
             for item in sorted(recipe.folder.iterdir()):
                 tar.add(item, arcname=item.name)
