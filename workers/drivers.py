@@ -173,12 +173,28 @@ def run_in_container(
     api = client_for(node).api
     output_file = EXEC_OUTPUT.format(uuid.uuid4().hex[:12])
     wrapped = ["sh", "-c", f'"$@" >{output_file} 2>&1', "platter-exec", *argv]
-    created = call(node, lambda: api.exec_create(container, wrapped), f"exec in {container}")
-    call(node, lambda: api.exec_start(created["Id"], detach=True), f"exec in {container}")
+    what = f"exec in {container}"
+    # An exec starts only once: when the start fails (runc refuses execs into a container
+    # whose process is just starting), a new exec is made rather than the same one retried
+    # (which answers "already run").
+    created = call(node, lambda: api.exec_create(container, wrapped), what)
+    for attempt in range(1, settings.NODE_API_RETRIES + 1):
+        try:
+            api.exec_start(created["Id"], detach=True)
+            break
+        except Exception as error:
+            if attempt == settings.NODE_API_RETRIES:
+                failure = classify(node.name, error)
+                raise NodeError(
+                    node.name, f"{what}: {failure.message}", failure.transient
+                ) from error
+            log.warning("node %s: %s failed (%s); a new exec", node.name, what, error)
+            time.sleep(0.2 * attempt)
+            created = call(node, lambda: api.exec_create(container, wrapped), what)
     deadline = time.monotonic() + timeout
     pause = 0.02
     while True:
-        state = call(node, lambda: api.exec_inspect(created["Id"]), f"exec in {container}")
+        state = call(node, lambda: api.exec_inspect(created["Id"]), what)
         if not state["Running"]:
             break
         if time.monotonic() > deadline:

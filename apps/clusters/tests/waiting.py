@@ -14,6 +14,8 @@ def wait_for(cluster_id: int, *states: str, seconds: float = 90) -> Cluster:
         cluster = Cluster.objects.get(id=cluster_id)
         if cluster.state in states:
             return cluster
+        if cluster.state == Cluster.State.FAILED:
+            break  # final: waiting longer would only hide why
         time.sleep(0.1)
     events = "\n".join(str(e) for e in Cluster.objects.get(id=cluster_id).events.all())
     pytest.fail(f"cluster {cluster_id} is {cluster.state}, not {states}:\n{events}")
