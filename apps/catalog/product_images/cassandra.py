@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .recipe import Recipe
-from .sources import maven_jars, pypi_file, unpack
+from .sources import FetchError, maven_jars, pypi_file, unpack
 
 CASSANDRA = "org.apache.cassandra:cassandra-all:5.0.9"
 DIST_PACKAGES = "usr/lib/python3/dist-packages"
@@ -30,7 +30,9 @@ WHEELS = (
 
 
 def fetch(dest: Path, cache: Path) -> None:
-    maven_jars([CASSANDRA], dest / "opt" / "cassandra" / "lib", cache)
+    jars = maven_jars([CASSANDRA], dest / "opt" / "cassandra" / "lib", cache)
+    if not any(jar.name.startswith("jamm-") for jar in jars):  # the JVM agent it starts with
+        raise FetchError(f"{CASSANDRA} came without the jamm jar")
     for package, version, marker in WHEELS:
         unpack(pypi_file(package, version, cache, wheel=marker), dest / DIST_PACKAGES)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .recipe import Recipe
-from .sources import maven_jars
+from .sources import FetchError, maven_jars
 
 VERSION = "3.4.2"
 ARTIFACTS = [
@@ -36,7 +36,11 @@ ARTIFACTS = [
 
 
 def fetch(dest: Path, cache: Path) -> None:
-    maven_jars(ARTIFACTS, dest / "opt" / "hadoop" / "share" / "hadoop" / "lib", cache)
+    jars = maven_jars(ARTIFACTS, dest / "opt" / "hadoop" / "share" / "hadoop" / "lib", cache)
+    names = {jar.name for jar in jars}
+    missing = [a for a in ARTIFACTS if f"{a.split(':')[1]}-{VERSION}.jar" not in names]
+    if missing:
+        raise FetchError(f"Maven gave no jar for {', '.join(missing)}")
 
 
 RECIPE = Recipe(product="hadoop", tag=VERSION, inputs=tuple(ARTIFACTS), fetch=fetch)

@@ -5,6 +5,7 @@ Every download is cached under the build cache, so a rebuild never fetches twice
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -106,7 +107,10 @@ def maven_jars(
     if not shutil.which("mvn"):
         raise FetchError("Maven is not installed: apt-get install maven (./platter does it)")
     dest.mkdir(parents=True, exist_ok=True)
-    work = cache / "maven-project"
+    # A project folder and local repository per artifact set: recipes are staged in parallel,
+    # and two of them once shared one pom.xml (Cassandra got Hadoop's jars).
+    key = hashlib.sha256("\n".join([*artifacts, *excludes]).encode()).hexdigest()[:12]
+    work = cache / f"maven-{key}"
     work.mkdir(parents=True, exist_ok=True)
     dependencies = []
     for coordinate in artifacts:
@@ -128,7 +132,7 @@ def maven_jars(
     )
     result = subprocess.run(
         [
-            "mvn", "-q", "-B", f"-Dmaven.repo.local={cache / 'm2'}",
+            "mvn", "-q", "-B", f"-Dmaven.repo.local={work / 'm2'}",
             "dependency:copy-dependencies", "-DincludeScope=runtime",
             f"-DoutputDirectory={dest}",
         ],
