@@ -128,33 +128,42 @@ def platter_run(user, version, size: int, name: str):
     return ready - started, plans
 
 
-def raw_addresses(count: int) -> list[str]:
-    """Lab addresses past every portal's slice (see apps/lab/image.py), for raw containers."""
+def raw_plans(plans, round_no: int) -> list:
+    """Platter's container plans with names, addresses (past every portal's slice, see
+    apps/lab/image.py), data folders and /etc/hosts entries of their own, in plan order."""
+    from workers import containers
+
     base = settings.LAB_SUBNET.rsplit(".", 1)[0]
-    return [f"{base}.{240 + n}" for n in range(count)]
+    copies = []
+    for n, plan in enumerate(plans):
+        copy = containers.ContainerPlan(**{**plan.__dict__})
+        copy.name = f"{SITE}-raw-{round_no}-{n}"
+        copy.address = f"{base}.{240 + n}"
+        copy.binds = [b.replace("/cluster-", f"/raw-{round_no}-") for b in plan.binds]
+        copies.append(copy)
+    hosts = {c.hostname: c.address for c in copies}
+    for copy in copies:
+        copy.extra_hosts = hosts
+    return copies
+
+
+def start_plan(plan) -> None:
+    """Create and start one planned container straight through the SDK."""
+    from workers import containers, drivers
+
+    api = drivers.client_for(plan.node).api
+    api.start(api.create_container(**containers.create_arguments(api, plan))["Id"])
 
 
 def raw_run(plans, round_no: int) -> float:
     """The same containers, created and started in parallel straight through the SDK (names,
     addresses and data folders of their own; clients already connected)."""
-    from workers import containers, drivers
+    from workers import drivers
 
-    raw = []
-    for n, (plan, address) in enumerate(zip(plans, raw_addresses(len(plans)), strict=True)):
-        copy = containers.ContainerPlan(**{**plan.__dict__})
-        copy.name = f"{SITE}-raw-{round_no}-{n}"
-        copy.address = address
-        copy.binds = [b.replace("/cluster-", "/raw-") for b in plan.binds]
-        raw.append(copy)
-
-    def run(plan) -> None:
-        api = drivers.client_for(plan.node).api
-        container = api.create_container(**containers.create_arguments(api, plan))
-        api.start(container["Id"])
-
+    raw = raw_plans(plans, round_no)
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=len(raw)) as pool:
-        list(pool.map(run, raw))
+        list(pool.map(start_plan, raw))
     seconds = time.perf_counter() - started
     for plan in raw:
         drivers.client_for(plan.node).api.remove_container(plan.name, force=True)

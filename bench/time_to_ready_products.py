@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from time_to_ready import p95, raw_addresses, wait_for
+from time_to_ready import p95, raw_plans, start_plan, wait_for
 
 # The first job a user would run, in the master instance.
 FIRST_JOB = {
@@ -59,29 +59,16 @@ def platter_run(user, version, name: str) -> dict:
 
 def raw_run(plans, steps, product: str, round_no: int) -> dict:
     """The same containers with plain docker calls, then the same health steps and job."""
-    from workers import containers, drivers
+    from workers import drivers
     from workers.lifecycle import parallel
 
-    copies, by_name = [], {}
-    for plan, address in zip(plans, raw_addresses(len(plans)), strict=True):
-        copy = containers.ContainerPlan(**{**plan.__dict__})
-        copy.name = f"bench-raw-{round_no}-{plan.hostname}"
-        copy.address = address
-        copy.binds = [b.replace("/cluster-", f"/raw-{round_no}-") for b in plan.binds]
-        copies.append(copy)
-        by_name[plan.name] = copy
-    hosts = {c.hostname: c.address for c in copies}
-    for copy in copies:
-        copy.extra_hosts = hosts
-
-    def start(plan) -> None:
-        api = drivers.client_for(plan.node).api
-        api.start(api.create_container(**containers.create_arguments(api, plan))["Id"])
+    copies = raw_plans(plans, round_no)
+    by_name = {plan.name: copy for plan, copy in zip(plans, copies, strict=True)}
 
     started = time.perf_counter()
     phases = []
     try:
-        for outcome in parallel(start, copies):
+        for outcome in parallel(start_plan, copies):
             if isinstance(outcome, Exception):
                 raise outcome
         phases.append(("containers", time.perf_counter() - started))
@@ -95,7 +82,7 @@ def raw_run(plans, steps, product: str, round_no: int) -> dict:
                     raise outcome
             phases.append((step.description[:24], time.perf_counter() - started))
         ready = time.perf_counter() - started
-        master = next(c for c in copies if "-master-" in c.name)
+        master = next(c for c in copies if c.hostname.startswith("master-"))
         exec_ok(master.node, master.name, FIRST_JOB[product], JOB_TIMEOUT)
         job = time.perf_counter() - started
     finally:

@@ -48,7 +48,7 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     touched: set[int] = set()
     nodes = list(Node.objects.exclude(state=Node.State.MAINTENANCE))
     # Ask every node at once: one that does not answer costs its timeout, not everyone's.
-    listings = parallel(_list_containers, nodes)
+    listings = parallel(_survey, nodes)
     for node, found in zip(nodes, listings, strict=True):
         if isinstance(found, Exception):
             error = drivers.classify(node.name, found)
@@ -65,7 +65,7 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     return report.__dict__
 
 
-def _list_containers(node: Node) -> tuple[list[dict], list[str]]:
+def _survey(node: Node) -> tuple[list[dict], list[str]]:
     """Our containers on the node, and the image references it holds (for the catalog)."""
     api = drivers.client_for(node).api
     site = f"platter.site={settings.PLATTER_SITE}"

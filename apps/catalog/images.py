@@ -21,8 +21,7 @@ class ImageUnavailable(Exception):
     def __init__(self, images: list[str]) -> None:
         self.images = images
         super().__init__(
-            f"image {', '.join(images)} is on no active node"
-            + ("; an admin must build or load it first" if not settings.IMAGE_PULLS else "")
+            f"image {', '.join(images)} is on no active node; an admin must build or load it first"
         )
 
 
@@ -48,12 +47,13 @@ def images_on_nodes() -> set[str]:
     return held
 
 
-def missing_images(version: ProductVersion) -> list[str]:
-    """The version's images that no active node holds. Empty when the site pulls images
-    from a registry (PLATTER_IMAGE_PULLS): a node then fetches what it lacks."""
+def missing_images(version: ProductVersion, held: set[str] | None = None) -> list[str]:
+    """The version's images that no active node holds (``held``: images_on_nodes(), when the
+    caller checks many versions). Empty when the site pulls images from a registry
+    (PLATTER_IMAGE_PULLS): a node then fetches what it lacks."""
     if settings.IMAGE_PULLS:
         return []
-    held = images_on_nodes()
+    held = images_on_nodes() if held is None else held
     return [image for image in version_images(version) if image not in held]
 
 

@@ -12,8 +12,8 @@ ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # The lab has no registry: helper containers use the lab's own busybox image.
 NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", LAB_IMAGE)
 # ...and the lab's fio image; lab disks are 1 GiB, so benchmark files are 1/16 of the paper's.
-# No registry either: launches need an image some node already has (the lab builds them).
-IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", False)
 BENCH_IMAGE = envstr("PLATTER_BENCH_IMAGE", LAB_FIO_IMAGE)
 BENCH_SIZE_DIVISOR = envint("PLATTER_BENCH_SIZE_DIVISOR", 16)
 BENCH_RUNTIME_S = envint("PLATTER_BENCH_RUNTIME_S", 2)
+# No registry either: launches need an image some node already has (the lab builds them).
+IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", False)

@@ -17,7 +17,6 @@ from urllib.parse import urljoin
 from xml.sax.saxutils import escape
 
 PYPI = "https://pypi.org/pypi"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 GO_PROXY = "https://proxy.golang.org"
 
 

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from apps.catalog.images import ImageUnavailable, missing_images
+from apps.catalog.images import ImageUnavailable, images_on_nodes, missing_images
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
@@ -17,8 +17,9 @@ from ..forms import LaunchForm
 @login_required
 def catalog(request: HttpRequest) -> HttpResponse:
     products: dict = {}
+    held = images_on_nodes()
     for version in launchable_versions().order_by("product__name", "-version"):
-        version.missing_images = missing_images(version)
+        version.missing_images = missing_images(version, held)
         products.setdefault(version.product, []).append(version)
     return render(request, "web/catalog.html", {"products": products.items()})
 
