@@ -14,7 +14,13 @@ pytestmark = [pytest.mark.django_db, pytest.mark.lab]
 
 
 def output_of(client, image: str) -> str:
-    return client.containers.run(image, ["cat", "/opt/hello", "/opt/fetched"], remove=True).decode()
+    # Wait for the exit before reading the log: run(remove=True) once read it empty under load.
+    container = client.containers.run(image, ["cat", "/opt/hello", "/opt/fetched"], detach=True)
+    try:
+        assert container.wait(timeout=60)["StatusCode"] == 0
+        return container.logs().decode()
+    finally:
+        container.remove(force=True)
 
 
 def test_it_builds_once_per_content_and_again_when_a_script_changes(
