@@ -18,6 +18,7 @@ from apps.catalog import templating
 from apps.catalog.images import site_image
 from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
 from apps.catalog.services import needs_trust
+from apps.clusters import access
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.inventory.models import Disk, Node
 
@@ -164,9 +165,12 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
                 command=templating.instance_command(
                     version, spec, instance_spec, cluster.name, hostnames
                 ),
-                environment=templating.instance_environment(
-                    version, spec, instance_spec, cluster.name, hostnames
-                ),
+                environment={
+                    **templating.instance_environment(
+                        version, spec, instance_spec, cluster.name, hostnames
+                    ),
+                    **access.instance_environment(cluster, instance),
+                },
                 labels={
                     **site_labels(),
                     "platter.cluster": str(cluster.id),
