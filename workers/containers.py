@@ -40,6 +40,7 @@ class ContainerPlan:
     image: str
     hostname: str
     address: str
+    network: str  # the Docker network on the node (the cluster's segment)
     command: list[str] | None
     environment: dict[str, str]
     labels: dict[str, str]
@@ -55,7 +56,7 @@ class ContainerPlan:
         """Changes whenever the container would be created differently (e.g. re-placed with
         another address or disks), so an old container is replaced rather than reused."""
         parts = [
-            self.image, self.command, self.environment, self.address, self.binds,
+            self.image, self.command, self.environment, self.address, self.network, self.binds,
             self.cores, self.memory_mb, self.capabilities, self.extra_hosts, self.user,
         ]  # fmt: skip
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
@@ -94,9 +95,8 @@ def disks_of(instances: list[Instance]) -> dict[int, list[Disk]]:
 
 
 def _active_instances(cluster: Cluster) -> list[Instance]:
-    return list(
-        cluster.instances.filter(active=True).select_related("node", "address").order_by("id")
-    )
+    active = cluster.instances.filter(active=True)
+    return list(active.select_related("node", "address__network").order_by("id"))
 
 
 def _spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSpec, dict]:
@@ -162,6 +162,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
                 image=site_image(instance.image or version.image),
                 hostname=instance.hostname,
                 address=instance.address.ip,
+                network=instance.address.network.docker_name,
                 command=templating.instance_command(
                     version, spec, instance_spec, cluster.name, hostnames
                 ),
@@ -195,7 +196,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
 
 def create_arguments(api, plan: ContainerPlan) -> dict:
     """Keyword arguments of the Engine API's container create for a plan."""
-    network = settings.NODE_NETWORK_NAME
+    network = plan.network
     host_config = api.create_host_config(
         binds=plan.binds,
         nano_cpus=plan.cores * 1_000_000_000,

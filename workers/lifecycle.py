@@ -27,8 +27,7 @@ from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.reservation import Rejection, release
 from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
-from apps.inventory.models import Node
-from apps.inventory.services import cluster_network
+from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
 
 from . import containers, drivers
@@ -196,8 +195,12 @@ def _place(cluster: Cluster) -> Failure | None:
     """Create and start every container; the first failure found, or None."""
     plans = containers.plans_for(cluster)
     nodes = {p.node.id: p.node for p in plans}
+    held = cluster.instances.filter(active=True).values("address__network_id")
+    networks = set(Network.objects.filter(id__in=held))
     prepared = parallel(
-        lambda node: _prepare_node(node, {p.image for p in plans if p.node.id == node.id}),
+        lambda node: _prepare_node(
+            node, {p.image for p in plans if p.node.id == node.id}, networks
+        ),
         list(nodes.values()),
     )
     for node, outcome in zip(nodes.values(), prepared, strict=True):
@@ -218,18 +221,18 @@ def _place(cluster: Cluster) -> Failure | None:
     return failure
 
 
-def _prepare_node(node: Node, images: set[str]) -> None:
-    """The cluster network and the images exist on the node."""
-    network = cluster_network()
+def _prepare_node(node: Node, images: set[str], networks: set[Network]) -> None:
+    """The cluster's network (its segment) and its images exist on the node."""
     client = drivers.client_for(node)
-    drivers.call(
-        node,
-        lambda: drivers.ensure_macvlan_network(
-            client, settings.NODE_NETWORK_NAME, network.subnet, network.gateway,
-            node.network_parent,
-        ),
-        "create the cluster network",
-    )  # fmt: skip
+    for network in networks:
+        drivers.call(
+            node,
+            lambda network=network: drivers.ensure_macvlan_network(
+                client, network.docker_name, network.subnet, network.gateway,
+                network.parent_on(node),
+            ),
+            "create the cluster network",
+        )  # fmt: skip
     for image in sorted(images):
         drivers.ensure_image(node, image)
 

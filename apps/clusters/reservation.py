@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.inventory.models import Address, Disk, Node
+from apps.inventory.models import Address, Disk, Network, Node
 from apps.inventory.services import cluster_network
 from apps.metrics.recorded import RESERVATION_SECONDS
 from apps.metrics.store import timed
@@ -197,7 +197,7 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
     )
     if problem is not None:
         raise _Rejected("quota", str(problem), problem)
-    addresses = _enough_addresses(addresses, len(wants))
+    addresses = _enough_addresses(addresses, len(wants), cluster_id)
 
     if reuse_of:
         plan = _reuse_plan(reuse_of, owner_id, wants)
@@ -213,19 +213,34 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
     return _take(cluster_id, name, wants, node_of, addresses, reused)
 
 
-# Free addresses of the scheduler's network (SCHEDULER_NETWORK by name, else the first one),
-# one per instance of the cluster if it is still queued, marked held in the same statement.
-# The network is looked up inside the statement, so a renamed or new network needs no cache
-# invalidation. Matching it with IN and ordering by (network, id) leaves the partial index of
-# free addresses as the only ordered path: with `=` and ORDER BY id the planner walks the
-# primary key past every held address. ARRAY() keeps the outer plan an id lookup.
+# The cluster's addresses, one per instance if it is still queued, marked held in the same
+# statement. They come from the first free isolated network (a segment of the cluster's own,
+# taken in the CTE: SKIP LOCKED lets parallel reservations take different segments, and a
+# segment another one took meanwhile fails `holder_id IS NULL` on the re-check), else from
+# the shared network (SCHEDULER_NETWORK by name, else the first one). Networks are looked up
+# inside the statement, so a renamed or new network needs no cache invalidation. Matching with
+# IN and ordering by (network, id) leaves the partial index of free addresses as the only
+# ordered path: with `=` and ORDER BY id the planner walks the primary key past every held
+# address. ARRAY() keeps the outer plan an id lookup.
 TAKE_ADDRESSES_SQL = """
+WITH segment AS (
+    UPDATE inventory_network SET holder_id = %(cluster)s
+    WHERE id = (
+        SELECT id FROM inventory_network WHERE isolated AND holder_id IS NULL
+        ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+    ) AND EXISTS (SELECT 1 FROM clusters_cluster WHERE id = %(cluster)s AND state = 'queued')
+    RETURNING id
+)
 UPDATE inventory_address SET held = true
 WHERE id = ANY(ARRAY(
     SELECT a.id FROM inventory_address a
     WHERE NOT a.held AND a.network_id IN (
-        SELECT id FROM inventory_network WHERE %(name)s::text = '' OR name = %(name)s::text
-        ORDER BY id LIMIT 1
+        SELECT COALESCE(
+            (SELECT id FROM segment),
+            (SELECT id FROM inventory_network
+             WHERE NOT isolated AND (%(name)s::text = '' OR name = %(name)s::text)
+             ORDER BY id LIMIT 1)
+        )
     )
     ORDER BY a.network_id, a.id
     LIMIT (SELECT COUNT(*) FROM clusters_instance i JOIN clusters_cluster c ON c.id = i.cluster_id
@@ -236,15 +251,24 @@ RETURNING id
 """
 
 
-def _enough_addresses(rows: list[tuple], count: int) -> list[int]:
+def _enough_addresses(rows: list[tuple], count: int, cluster_id: int) -> list[int]:
     addresses = sorted(row[0] for row in rows)
-    if len(addresses) < count:
-        network = cluster_network()
-        if network is None:
-            raise _Rejected("network", "no network is configured for cluster addresses")
-        free = len(addresses)
-        raise _Rejected("capacity", f"needs {count} addresses on {network.name}; {free} free")
-    return addresses
+    if len(addresses) >= count:
+        return addresses
+    segments = Network.objects.filter(isolated=True)
+    taken = segments.filter(holder_id=cluster_id).first()
+    if taken is not None:
+        raise _Rejected(
+            "capacity", f"needs {count} addresses; network {taken.name} has {len(addresses)}"
+        )
+    if segments.exists() and not segments.filter(holder__isnull=True).exists():
+        raise _Rejected(
+            "capacity", f"all {segments.count()} cluster networks are in use; waits for one to free"
+        )
+    network = cluster_network()
+    if network is None:
+        raise _Rejected("network", "no network is configured for cluster addresses")
+    raise _Rejected("capacity", f"needs {count} addresses on {network.name}; {len(addresses)} free")
 
 
 LOCK_NODES_SQL = (
@@ -457,6 +481,7 @@ def release(cluster_id: int, keep_data: bool = True) -> int:
         address_ids = list(holders.exclude(address=None).values_list("address_id", flat=True))
         freed = holders.update(active=False, state=Instance.State.RELEASED)
         Address.objects.filter(id__in=address_ids).update(held=False)
+        Network.objects.filter(holder_id=cluster_id).update(holder=None)
         if freed or disk_ids:
             kept = "kept" if keep_data else "wiped"
             record_event(cluster_id, f"released {freed} instances and {len(disk_ids)} disks "

@@ -1,5 +1,6 @@
 """The physical pool: nodes, their disks, and the cluster network addresses come from."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -112,16 +113,57 @@ class Disk(models.Model):
 
 
 class Network(models.Model):
-    """A cluster network spanning nodes (macvlan); the portal hands out its addresses."""
+    """A cluster network spanning nodes (macvlan); the portal hands out its addresses.
+
+    An isolated network is a segment of its own (a VLAN at a site, a bridge in the lab) that one
+    cluster holds at a time: its containers reach each other and nobody else's. A shared one
+    (not isolated) puts every cluster on one segment, for sites that isolate otherwise."""
 
     name = models.SlugField(max_length=63, unique=True)
     subnet = models.CharField(max_length=43, help_text="CIDR, e.g. 10.213.0.0/24")
     gateway = models.GenericIPAddressField(protocol="IPv4")
     first_address = models.GenericIPAddressField(protocol="IPv4")
     last_address = models.GenericIPAddressField(protocol="IPv4")
+    isolated = models.BooleanField(
+        default=False, help_text="one cluster at a time: a segment (VLAN) of its own"
+    )
+    # The macvlan's parent on every node: `parent` if set (the lab's bridge of this segment),
+    # else the node's network_parent, as the 802.1q sub-interface `<parent>.<vlan>` when a VLAN
+    # id is given (Docker creates that sub-interface itself).
+    vlan = models.PositiveSmallIntegerField(null=True, blank=True, help_text="802.1q VLAN id")
+    parent = models.CharField(max_length=15, blank=True)
+    # The cluster holding an isolated network (set and cleared by the reservation).
+    holder = models.ForeignKey(
+        "clusters.Cluster", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(holder__isnull=True) | models.Q(isolated=True),
+                name="network_only_isolated_ones_are_held",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(vlan__isnull=True) | models.Q(vlan__gte=1, vlan__lte=4094),
+                name="network_vlan_in_range",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.subnet})"
+
+    @property
+    def docker_name(self) -> str:
+        """The network's name on every node (one Docker network per segment)."""
+        base = settings.NODE_NETWORK_NAME
+        return f"{base}-{self.name}" if self.isolated else base
+
+    def parent_on(self, node: "Node") -> str:
+        if self.parent:
+            return self.parent
+        if self.vlan:
+            return f"{node.network_parent}.{self.vlan}"
+        return node.network_parent
 
 
 class Address(models.Model):

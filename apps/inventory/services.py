@@ -105,8 +105,9 @@ def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) 
 
 
 def cluster_network() -> Network | None:
-    """The network cluster addresses come from: SCHEDULER_NETWORK by name, else the first."""
-    networks = Network.objects.order_by("id")
+    """The shared network cluster addresses come from when no isolated one is free:
+    SCHEDULER_NETWORK by name, else the first."""
+    networks = Network.objects.filter(isolated=False).order_by("id")
     if settings.SCHEDULER_NETWORK:
         networks = networks.filter(name=settings.SCHEDULER_NETWORK)
     return networks.first()

@@ -132,6 +132,8 @@ LAB_ADDRESSES_PER_SLOT = 28
 
 
 def lab_network_spec() -> dict:
+    """The lab's flat network on its main bridge: no portal's clusters use it (they get
+    segments, apps/lab/segments.py); bench/ runs raw `docker run` baselines on it."""
     subnet = ipaddress.ip_network(settings.LAB_SUBNET)
     hosts = list(subnet.hosts())
     # Portals sharing the lab (the dev portal, parallel test runs) each hand out their own

@@ -2,9 +2,10 @@
 
 Each node is a separate dockerd (own data-root, exec-root and containerd namespace) listening on
 its own loopback address with mutual TLS, except one reached over SSH. Each node gets loop-device
-"physical disks" with a real file system mounted under its disk root. A bridge is the parent of
-a macvlan cluster network on every node, so containers on different nodes reach each other on
-portal-chosen addresses. `up` is idempotent (it reuses what runs), `down` removes everything.
+"physical disks" with a real file system mounted under its disk root. Each cluster network
+segment is a bridge that is the parent of a macvlan network on every node (apps/lab/segments),
+so a cluster's containers on different nodes reach each other on portal-chosen addresses and
+nobody else's. `up` is idempotent (it reuses what runs), `down` removes everything.
 """
 
 import os
@@ -21,7 +22,7 @@ from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
 from workers.discovery import KIND_FILE
 
-from . import host, ssh
+from . import host, segments, ssh
 from .daemons import local_client, start_dockerd, stop_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
@@ -29,7 +30,6 @@ from .image import (
     build_fio_image_tar,
     ensure_cluster_network,
     ensure_image,
-    lab_network_spec,
 )
 from .nodes import LabNode, bridge_name, disk_kind, lab_nodes, run_dir, state_dir
 from .products import ensure_product_images, node_images
@@ -112,9 +112,18 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
                 "read_bps": cap,
             },
         )
-    spec = lab_network_spec()
-    Network.objects.update_or_create(name=spec.pop("name"), defaults=spec)
+    register_segments()
     return record
+
+
+def register_segments() -> None:
+    """This portal's cluster networks: its slot's segments, isolated. The shared network of
+    earlier labs goes once nothing holds its addresses (a cluster on it keeps it till then)."""
+    for segment in segments.slot_segments():
+        Network.objects.update_or_create(
+            name=segment.network_name, defaults=segment.network_fields()
+        )
+    Network.objects.filter(name="lab").exclude(addresses__held=True).delete()
 
 
 def sync_inventory() -> list[Node]:
@@ -139,7 +148,8 @@ def unregister(names: list[str]) -> str:
         with transaction.atomic():
             Disk.objects.filter(node__name__in=names).delete()
             Node.objects.filter(name__in=names).delete()
-            Network.objects.filter(name="lab").delete()
+            names = ["lab", *(segment.network_name for segment in segments.all_segments())]
+            Network.objects.filter(name__in=names).delete()
         return "inventory rows removed"
     except ProtectedError:
         # Through the inventory services, as an admin's marks: locked and audited (by the
@@ -168,6 +178,7 @@ def up(log=print) -> list[Node]:
     run_dir().mkdir(parents=True, exist_ok=True)
     ensure_pki(nodes)
     host.ensure_bridge(bridge_name())
+    segments.ensure_segments()
     for node in nodes:
         start_dockerd(node)
     tar_path = build_base_image_tar()
@@ -201,6 +212,7 @@ def down(log=print) -> None:
         remove_disks(node)
         log(f"{node.name}: stopped")
     host.delete_link(bridge_name())
+    segments.remove_segments()
     log(unregister([node.name for node in nodes]))
     shutil.rmtree(state_dir(), ignore_errors=True)
     shutil.rmtree(run_dir(), ignore_errors=True)

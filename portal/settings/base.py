@@ -200,6 +200,10 @@ LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
 # Which slice of LAB_SUBNET this portal's lab network hands out (0-7): test runs sharing the
 # lab use their own slice (see test.py), so their addresses never collide with the dev portal.
 LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
+# Cluster networks: a /24 per segment (one bridge each, standing for a site's VLAN), as many
+# per portal slot as clusters it may hold at once (see apps/lab/segments.py).
+LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", "10.214.0.0/16")
+LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
 LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb"])

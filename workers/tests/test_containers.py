@@ -39,7 +39,7 @@ HOST_ACCESS_KEYS = (
 def plan(**changes) -> ContainerPlan:
     values = dict(
         instance_id=7, node=None, name="site-c3-worker-0", image="img:1", hostname="worker-0",
-        address="10.0.0.5", command=["run"], environment={"A": "1"},
+        address="10.0.0.5", network="platter-seg-3", command=["run"], environment={"A": "1"},
         labels={"platter.site": "site", "platter.instance": "7"}, cores=2, memory_mb=512,
         binds=["/disks/d1/site/cluster-3:/data/1:rw"], capabilities=["NET_RAW"],
         extra_hosts={"worker-0": "10.0.0.5", "master-0": "10.0.0.4"},
@@ -57,11 +57,11 @@ def test_a_container_gets_its_limits_disks_address_and_nothing_more(settings):
     assert config["CapDrop"] == ["ALL"] and config["CapAdd"] == ["NET_RAW"]
     assert config["SecurityOpt"] == ["no-new-privileges"]
     assert not config.get("Privileged")
-    assert config["NetworkMode"] == settings.NODE_NETWORK_NAME
+    assert config["NetworkMode"] == "platter-seg-3"  # the cluster's segment
     for key in HOST_ACCESS_KEYS:
         assert not config.get(key), key
     assert sorted(config["ExtraHosts"]) == ["master-0:10.0.0.4", "worker-0:10.0.0.5"]
-    endpoint = arguments["networking_config"]["EndpointsConfig"][settings.NODE_NETWORK_NAME]
+    endpoint = arguments["networking_config"]["EndpointsConfig"]["platter-seg-3"]
     assert endpoint["IPAMConfig"]["IPv4Address"] == "10.0.0.5"
     assert arguments["labels"]["platter.fingerprint"] == plan().fingerprint()
 
