@@ -16,8 +16,11 @@ from django.conf import settings
 
 from apps.inventory import pki
 from apps.inventory.models import Disk, Network, Node
+from apps.lab import host
 from apps.lab.host import mounted_device
+from apps.lab.image import lab_network_spec
 from apps.lab.nodes import state_dir
+from apps.lab.segments import slot_segments
 from workers import drivers
 
 pytestmark = pytest.mark.lab
@@ -32,7 +35,11 @@ def test_it_registers_every_lab_node_with_its_disks(lab_inventory):
     assert any(node.endpoint.startswith("ssh://") for node in lab_inventory)
     for node in lab_inventory:
         assert node.disks.count() == settings.LAB_DISKS_PER_NODE
-    assert Network.objects.filter(name="lab", subnet=settings.LAB_SUBNET).exists()
+    # This portal's cluster networks: its slot's segments, each on a bridge of its own.
+    networks = Network.objects.order_by("name")
+    assert [n.name for n in networks] == sorted(s.network_name for s in slot_segments())
+    assert all(n.isolated and host.link_exists(n.parent) for n in networks)
+    assert len({n.parent for n in networks}) == len({n.subnet for n in networks}) == len(networks)
 
 
 def test_each_tls_node_answers_a_client_with_the_portal_certificate(lab_inventory):
@@ -126,9 +133,8 @@ def test_a_file_written_in_a_container_lands_on_the_disk_mounted_there(lab_inven
 
 def test_containers_on_two_nodes_reach_each_other_by_portal_assigned_address(lab_inventory):
     first, second = tls_nodes(lab_inventory)[:2]
-    network = Network.objects.get(name="lab")
-    # Addresses from the top of the lab subnet, outside the range the portal hands out.
-    base = network.last_address.rsplit(".", 1)[0]
+    # The lab's flat network (bench/ baselines use it; no portal's cluster does), at the top.
+    base = lab_network_spec()["last_address"].rsplit(".", 1)[0]
     server_ip, client_ip = f"{base}.251", f"{base}.252"
     started = []
     try:
