@@ -177,7 +177,10 @@ class DiskAdmin(admin.ModelAdmin):
 
 @admin.register(Network)
 class NetworkAdmin(admin.ModelAdmin):
-    list_display = ["name", "subnet", "gateway", "first_address", "last_address", "free"]
+    list_display = ["name", "subnet", "isolated", "vlan", "parent", "holder", "free"]
+    list_filter = ["isolated"]
+    search_fields = ["name", "subnet"]
+    readonly_fields = ["holder"]  # set and cleared by reservations only
 
     @admin.display(description="free addresses")
     def free(self, network: Network) -> int:

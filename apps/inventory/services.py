@@ -1,6 +1,7 @@
 """Inventory rules: address pools, node and disk states, disk benchmark results and slow disks."""
 
 import dataclasses
+import ipaddress
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -111,6 +112,42 @@ def cluster_network() -> Network | None:
     if settings.SCHEDULER_NETWORK:
         networks = networks.filter(name=settings.SCHEDULER_NETWORK)
     return networks.first()
+
+
+class SegmentError(ValueError):
+    """The segments asked for cannot be made; the message says why."""
+
+
+@transaction.atomic
+def add_segments(pool: str, vlans: range, prefix: int = 24) -> list[Network]:
+    """Isolated cluster networks for a site: one per VLAN id, each the next /prefix of pool.
+    Every node's macvlan for a segment hangs off `<node's network_parent>.<vlan>`."""
+    try:
+        subnets = ipaddress.ip_network(pool).subnets(new_prefix=prefix)
+    except ValueError as error:
+        raise SegmentError(f"pool {pool!r}: {error}") from None
+    if not vlans or vlans[0] < 1 or vlans[-1] > 4094:
+        raise SegmentError(f"VLAN ids must lie in 1-4094, not {vlans[0]}-{vlans[-1]}")
+    existing = [ipaddress.ip_network(n.subnet) for n in Network.objects.all()]
+    made = []
+    for vlan in vlans:
+        subnet = next(subnets, None)
+        if subnet is None:
+            raise SegmentError(f"{pool} holds fewer than {len(vlans)} /{prefix} subnets")
+        clash = next((other for other in existing if subnet.overlaps(other)), None)
+        if clash is not None:
+            raise SegmentError(f"{subnet} overlaps the existing network {clash}")
+        if Network.objects.filter(vlan=vlan).exists():
+            raise SegmentError(f"VLAN {vlan} already has a network")
+        hosts = list(subnet.hosts())
+        if len(hosts) < 4:
+            raise SegmentError(f"/{prefix} is too small for a cluster network")
+        network = Network.objects.create(
+            name=f"vlan-{vlan}", subnet=str(subnet), gateway=str(hosts[0]),
+            first_address=str(hosts[1]), last_address=str(hosts[-1]), isolated=True, vlan=vlan,
+        )  # fmt: skip
+        made.append(network)
+    return made
 
 
 # ---------------------------------------------------------------- disk benchmarks
