@@ -41,7 +41,7 @@ def plan(**changes) -> ContainerPlan:
         instance_id=7, node=None, name="site-c3-worker-0", image="img:1", hostname="worker-0",
         address="10.0.0.5", network="platter-seg-3", command=["run"], environment={"A": "1"},
         labels={"platter.site": "site", "platter.instance": "7"}, cores=2, memory_mb=512,
-        binds=["/disks/d1/site/cluster-3:/data/1:rw"], capabilities=["NET_RAW"],
+        binds=["/disks/d1/site/cluster-3:/data/1:rw"], capabilities=["CHOWN"],
         extra_hosts={"worker-0": "10.0.0.5", "master-0": "10.0.0.4"},
     )  # fmt: skip
     return ContainerPlan(**{**values, **changes})
@@ -54,7 +54,7 @@ def test_a_container_gets_its_limits_disks_address_and_nothing_more(settings):
     assert config["NanoCpus"] == 2 * 10**9
     assert config["Memory"] == config["MemorySwap"] == 512 * 2**20
     assert config["Binds"] == ["/disks/d1/site/cluster-3:/data/1:rw"]
-    assert config["CapDrop"] == ["ALL"] and config["CapAdd"] == ["NET_RAW"]
+    assert config["CapDrop"] == ["ALL"] and config["CapAdd"] == ["CHOWN"]
     assert config["SecurityOpt"] == ["no-new-privileges"]
     assert not config.get("Privileged")
     assert config["NetworkMode"] == "platter-seg-3"  # the cluster's segment
@@ -76,7 +76,7 @@ def test_a_new_address_or_disk_changes_the_fingerprint_so_old_containers_are_rep
 def test_it_refuses_to_plan_a_version_that_lost_its_trust(alice):
     load_catalog()
     version = ProductVersion.objects.get(product__name="demo")
-    version.capabilities = ["NET_RAW", "NET_ADMIN"]
+    version.capabilities = ["CHOWN", "NET_ADMIN"]
     version.trusted = True
     version.save()
     cluster = Cluster.objects.create(owner=alice, version=version, name="c")
