@@ -78,6 +78,7 @@ def slot_segments() -> list[Segment]:
 
 def ensure_segments() -> None:
     for segment in all_segments():
+        _refuse_foreign_route(segment)
         host.ensure_bridge(segment.bridge)
         if not host.link_exists(segment.shim):
             host.run("ip", "link", "add", segment.shim, "link", segment.bridge,
@@ -86,6 +87,19 @@ def ensure_segments() -> None:
         host.run("ip", "link", "set", segment.shim, "up")
         host.run("ip", "route", "replace", str(segment.subnet), "dev", segment.shim,
                  "src", segment.shim_address)  # fmt: skip
+
+
+def _refuse_foreign_route(segment: Segment) -> None:
+    """Another checkout's lab (or anything else) routing the subnet would lose its route to a
+    silent `ip route replace`: say so instead."""
+    route = host.run("ip", "-o", "route", "show", str(segment.subnet), check=False).stdout
+    fields = route.split()
+    if "dev" in fields and fields[fields.index("dev") + 1] != segment.shim:
+        owner = fields[fields.index("dev") + 1]
+        raise host.LabError(
+            f"{segment.subnet} is already routed through {owner} (another lab on this machine?):"
+            " take that lab down, or give this one PLATTER_LAB_SEGMENTS_SUBNET of its own"
+        )
 
 
 def remove_segments() -> None:
