@@ -9,6 +9,7 @@ urlpatterns = [
     path("api/v1/", include("apps.api.urls")),
     path("bigdata/api/v1/", include("apps.api.cesga.urls")),
     path("tokens/", include("apps.tokens.urls")),
+    path("", include("apps.proxy.urls")),  # /clusters/<id>/ui/...: the products' web UIs
     path("", include("apps.web.urls")),
     path("", views.home, name="home"),
     path("", include("apps.health.urls")),

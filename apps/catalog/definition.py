@@ -57,7 +57,7 @@ OPTION_KEYS = {
     "sets",
     "roles",
 }
-PORT_KEYS = {"role", "port", "name", "protocol", "scheme"}
+PORT_KEYS = {"role", "port", "name", "protocol", "scheme", "ui"}
 STEP_KEYS = {"role", "command", "description", "timeout", "once"}
 
 
@@ -249,6 +249,8 @@ def _check_ports(ports: Any, role_names: list[str], out: list[str]) -> None:
             out.append(f"{where}.name: required")
         if port.get("protocol", "tcp") not in ("tcp", "udp"):
             out.append(f"{where}.protocol: must be tcp or udp")
+        if not isinstance(port.get("ui", False), bool):
+            out.append(f"{where}.ui: must be true or false")
 
 
 def _check_environment(version: ProductVersion, out: list[str]) -> None:

@@ -37,7 +37,8 @@ JSON shapes of the ProductVersion fields
   Options without ``sets`` are product parameters, available to templates by name.
 
 ``ports`` -- endpoints to publish: ``[{"role": "master", "port": 9870, "name": "HDFS web UI",
-"protocol": "tcp", "scheme": "http"}]`` (``protocol`` defaults to tcp, ``scheme`` optional).
+"protocol": "tcp", "scheme": "http", "ui": true}]`` (``protocol`` defaults to tcp, ``scheme``
+optional; ``ui``: a web UI the portal serves to the cluster's owner through its proxy, apps/proxy).
 
 ``environment`` -- ``{"NAME": "value"}`` for every container; values may use placeholders.
 

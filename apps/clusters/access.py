@@ -28,7 +28,12 @@ def credential_environment(cluster: Cluster, instance: Instance) -> dict[str, st
 
 
 def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
-    return {}
+    """PLATTER_WEB_UI_ROOT: where the portal serves this cluster's UIs (a path, or a URL on
+    PROXY_ORIGIN); a UI at <root>/<hostname>/<port>/ can write its links under it (Spark's
+    reverse proxy URL)."""
+    from apps.proxy.services import cluster_root_url
+
+    return {"PLATTER_WEB_UI_ROOT": cluster_root_url(cluster.id)}
 
 
 def ssh_login(cluster: Cluster) -> dict | None:
@@ -38,4 +43,6 @@ def ssh_login(cluster: Cluster) -> dict | None:
 
 def web_uis(cluster: Cluster) -> list[dict]:
     """[{"name", "hostname", "port", "url"}]: the portal paths of the cluster's web UIs."""
-    return []
+    from apps.proxy import services
+
+    return services.web_uis(cluster)

@@ -430,3 +430,24 @@ for _entry in CELERY_BEAT_SCHEDULE.values():
 # "Authorization: Bearer <PLATTER_METRICS_TOKEN>" (or _FILE); empty = no token access.
 INSTALLED_APPS += ["apps.metrics"]
 METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
+
+# ---------------------------------------------------------------- web UIs (issue 17, item 5)
+# apps.proxy serves the products' web UIs (Spark, NameNode, ResourceManager) to a cluster's
+# owner and staff at /clusters/<id>/ui/<hostname>/<port>/. Those pages run the product's own
+# scripts: on the portal's origin they could act as the signed-in user (the session cookie is
+# HttpOnly and upstream Set-Cookie is dropped, but same-origin requests still carry it). A
+# production site should serve them from an origin of its own: PLATTER_PROXY_ORIGIN (e.g.
+# https://ui.platter.example.org, a host name of the portal whose session cookie reaches it
+# through SESSION_COOKIE_DOMAIN) makes the links and Spark's reverse proxy URL point there,
+# the proxy answer only there and the portal's other pages answer 404 there.
+INSTALLED_APPS += ["apps.proxy"]
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
+                  "apps.proxy.middleware.SeparateOriginMiddleware")  # fmt: skip
+PROXY_ORIGIN = envstr("PLATTER_PROXY_ORIGIN", "").rstrip("/")
+# Seconds to wait for a node's UI to accept the connection, and then for each read.
+PROXY_CONNECT_TIMEOUT = envint("PLATTER_PROXY_CONNECT_TIMEOUT", 5)
+PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
+# Sandbox proxied pages (CSP sandbox without allow-same-origin): their scripts then run in an
+# opaque origin and cannot use the portal's session at all; pages rendered by the server work,
+# those that fetch data with scripts (Spark's executors tab) do not.
+PROXY_SANDBOX = envbool("PLATTER_PROXY_SANDBOX", False)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ProxyConfig(AppConfig):
+    name = "apps.proxy"
+    verbose_name = "Web UIs through the portal"

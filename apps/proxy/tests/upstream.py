@@ -1,0 +1,134 @@
+"""A tiny web UI on 127.0.0.1 for the proxy's tests, and a cluster whose master "is" it."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from apps.catalog.models import Product, ProductVersion
+from apps.clusters.models import Cluster, Instance
+from apps.clusters.tests.factories import make_network, make_node
+from apps.inventory.models import Address
+
+RELEASE_STREAM = threading.Event()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet test output
+        pass
+
+    def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        cluster_root = self.server.cluster_root
+        if path == "/page.html":
+            body = (
+                '<html><head><link rel="stylesheet" href="/static/app.css">'
+                "<script src='/static/app.js'></script>"
+                "<style>body { background: url(/img/bg.png) }</style></head><body>"
+                '<a href="/jobs/?id=1">jobs</a> <a HREF = "/Upper">upper</a>'
+                '<a href="//cdn.example.org/x.js">cdn</a> <a href="relative/x">rel</a>'
+                f'<a href="{cluster_root}/master-0/4040/">already</a>'
+                '<form action="/kill" method="post"></form></body></html>'
+            ).encode()
+            self._send(200, body, "text/html; charset=utf-8", {"Set-Cookie": "ui=1; Path=/"})
+        elif path == "/app.css":
+            self._send(200, b'a { background: url("/img/a.png") } b { x: url(/b.png) }', "text/css")
+        elif path == "/data.bin":
+            self._send(200, b'href="/not-rewritten"', "application/octet-stream")
+        elif path == "/redirect":
+            where = {
+                "absolute": f"http://127.0.0.1:{self.server.server_port}/target?x=1",
+                "path": "/target",
+                "worker": f"http://worker-0:{self.server.server_port}/w",
+                "away": "http://10.1.2.3/x",
+            }[query]
+            self._send(302, b"", "text/plain", {"Location": where})
+        elif path == "/stream":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self._chunk(b"first\n")
+            RELEASE_STREAM.wait(10)
+            self._chunk(b"last\n")
+            self._chunk(b"")
+        elif path == "/slow":
+            time.sleep(3)
+            self._send(200, b"late", "text/plain")
+        elif path == "/policy":
+            self._send(200, b"<p>x</p>", "text/html", {
+                "Content-Security-Policy": "script-src 'nonce-abc'; report-uri http://10.9.9.9/r",
+                "Access-Control-Allow-Origin": "*",
+                "Strict-Transport-Security": "max-age=1",
+                "X-Custom": "kept",
+                "Connection": "close, X-Hop",
+                "X-Hop": "dropped",
+            })  # fmt: skip
+        else:
+            self._echo()
+
+    def do_POST(self) -> None:
+        self._echo()
+
+    def _echo(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.dumps(
+            {
+                "method": self.command,
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": self.rfile.read(length).decode(),
+            }
+        ).encode()
+        self._send(200, body, "application/json")
+
+    def _send(self, status: int, body: bytes, content_type: str, headers=None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def start_upstream() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.cluster_root = ""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def cluster_on(owner, port: int, closed_port: int) -> Cluster:
+    """A running cluster whose master-0 answers at 127.0.0.1 (the upstream) and worker-0 at
+    127.0.0.2; port is declared a UI, closed_port a UI nothing listens on, 7077 not a UI."""
+    product, _ = Product.objects.get_or_create(name="uitest", defaults={"title": "UI test"})
+    version, _ = ProductVersion.objects.update_or_create(
+        product=product,
+        version="1",
+        defaults={
+            "image": "example/ui:1",
+            "ports": [
+                {"role": "master", "port": port, "name": "Master UI", "ui": True},
+                {"role": "master", "port": closed_port, "name": "App UI", "ui": True},
+                {"role": "master", "port": 7077, "name": "RPC"},
+                {"role": "worker", "port": 8081, "name": "Worker UI", "ui": True},
+            ],
+        },
+    )
+    cluster = Cluster.objects.create(owner=owner, version=version, name="ui", state="running")
+    network, node = make_network(), make_node()
+    for role, ip in (("master", "127.0.0.1"), ("worker", "127.0.0.2")):
+        Instance.objects.create(
+            cluster=cluster, role=role, index=0, hostname=f"{role}-0", cores=1, memory_mb=64,
+            disks=0, node=node, address=Address.objects.create(network=network, ip=ip),
+            active=True, state="running",
+        )  # fmt: skip
+    return cluster
