@@ -6,13 +6,14 @@ transport (the ssh client's config supplies key and known hosts). Clients are ca
 and per process because an SSH connection costs most of a second.
 """
 
+import codecs
 import io
 import logging
 import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -279,3 +280,61 @@ def throttle_options(disks: list) -> dict:
             if rate:
                 options.setdefault(key, []).append({"Path": disk.device, "Rate": int(rate)})
     return options
+
+
+def container_status(node: Node, container: str) -> str | None:
+    """The container's state as Docker names it ("running", "exited", ...); None when the
+    node has no such container."""
+    api = client_for(node).api
+    try:
+        info = call(node, lambda: api.inspect_container(container), f"inspect {container}")
+    except NotFound:
+        return None
+    return info["State"]["Status"]
+
+
+def container_log(
+    node: Node, container: str, tail: int, *, since: float | None = None,
+    timestamps: bool = False,
+) -> str:  # fmt: skip
+    """The last `tail` lines of a container's log (stdout and stderr in the order written),
+    only those at or after `since` (seconds since the epoch) when given. NotFound when the
+    node has no such container."""
+    api = client_for(node).api
+    options: dict = {"tail": tail, "timestamps": timestamps}
+    if since is not None:
+        options["since"] = since
+    raw = call(node, lambda: api.logs(container, **options), f"read the log of {container}")
+    return raw.decode(errors="replace")
+
+
+def follow_container_log(
+    node: Node, container: str, tail: int, seconds: float, *, since: float | None = None,
+    timestamps: bool = False,
+) -> Iterator[str]:  # fmt: skip
+    """The last `tail` lines (of those at or after `since`, when given), then new output as
+    the container writes it, for at most `seconds`, or until the container stops. The daemon
+    itself ends the stream (`until`): a stream cannot be closed from another thread over
+    ssh://, and the SDK reads it without a timeout. NotFound when there is no container."""
+    api = client_for(node).api
+    options: dict = {"tail": tail, "timestamps": timestamps, "until": time.time() + seconds}
+    if since is not None:
+        options["since"] = since
+    stream = call(
+        node,
+        lambda: api.logs(container, stream=True, follow=True, **options),
+        f"follow the log of {container}",
+    )
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # chunks split characters
+    try:
+        for chunk in stream:
+            if text := decoder.decode(chunk):
+                yield text
+        if rest := decoder.decode(b"", final=True):
+            yield rest
+    finally:
+        try:  # frees the connection when the reader left early (tcp://; ssh:// cannot)
+            stream.close()
+        except Exception:  # noqa: BLE001 (the daemon ends the stream at `until` anyway)
+            log.debug("node %s: the log stream of %s stays open until it ends", node.name,
+                      container)  # fmt: skip

@@ -43,6 +43,14 @@ urlpatterns = [
         path(f"{LONG}/{verb}", ClusterViewSet.as_view({"post": verb}), name=f"cluster-long-{verb}")
         for verb in ("stop", "start", "extend")
     ),
+    *(  # with what the action declares (the logs' renderers), as the router would
+        path(
+            f"{LONG}/{what}",
+            ClusterViewSet.as_view({"get": what}, **getattr(ClusterViewSet, what).kwargs),
+            name=f"cluster-long-{what}",
+        )
+        for what in ("logs", "events")
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path(
         "docs/", docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"

@@ -2,7 +2,10 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.clusters import queue
 from apps.clusters.models import Cluster, ClusterEvent, Instance
+
+from .progress import QueueSerializer
 
 STATE_STAMPS = ["placing", "configuring", "running", "degraded", "stopping", "stopped",
                 "destroying", "destroyed", "failed"]  # fmt: skip
@@ -68,10 +71,17 @@ class ClusterDetailSerializer(ClusterSerializer):
     endpoints = serializers.SerializerMethodField()
     events = EventSerializer(many=True)
     reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
+    queue = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
         fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
-                  "instances", "endpoints", "events"]  # fmt: skip
+                  "instances", "endpoints", "events", "queue"]  # fmt: skip
+
+    @extend_schema_field(QueueSerializer(allow_null=True))
+    def get_queue(self, cluster: Cluster) -> dict | None:
+        """Where a queued cluster stands in the admission queue and why it waits; else null."""
+        place = queue.position(cluster)
+        return QueueSerializer(place).data if place else None
 
     @extend_schema_field(serializers.DictField(child=serializers.DateTimeField(allow_null=True)))
     def get_timestamps(self, cluster: Cluster) -> dict:

@@ -1,18 +1,24 @@
+from collections.abc import Iterator
+
 from django.db.models import Prefetch, QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, serializers, status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, renderers, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
-from apps.clusters import services
+from apps.clusters import logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
+from workers.drivers import NodeError
 
+from ..errors import ApiError
 from ..filters import ClusterFilter
 from ..launching import find_version, launch_from_body
 from ..permissions import visible_clusters
+from ..schema import ErrorSerializer
 from ..serializers.clusters import (
     ClusterCreateSerializer,
     ClusterDetailSerializer,
@@ -21,6 +27,7 @@ from ..serializers.clusters import (
     ExtendSerializer,
     cluster_url,
 )
+from ..serializers.progress import EventPageSerializer, EventQuerySerializer, LogQuerySerializer
 
 
 def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
@@ -38,6 +45,35 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
 
 class KeepDataSerializer(serializers.Serializer):
     keep_data = serializers.BooleanField(default=True)
+
+
+class PlainTextRenderer(renderers.BaseRenderer):
+    """For clients that accept only text/plain on the logs: errors as their message."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        if isinstance(data, dict):
+            fields = "".join(f"\n{k}: {v}" for k, v in (data.get("fields") or {}).items())
+            data = f"{data.get('message', '')}{fields}\n"
+        return str(data).encode()
+
+
+LOG_RENDERERS = [renderers.JSONRenderer, PlainTextRenderer]
+LOG_ERRORS = {
+    409: OpenApiResponse(ErrorSerializer, "the instance has no container (yet, or any more)"),
+    503: OpenApiResponse(ErrorSerializer, "the instance's node did not answer"),
+}
+TEXT = "text/plain; charset=utf-8"
+
+
+def text_stream(lines: Iterator[str]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(lines, content_type=TEXT)
+    response["Cache-Control"] = "no-store"
+    response["X-Accel-Buffering"] = "no"  # a buffering proxy (nginx) would hold the lines back
+    return response
 
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
@@ -59,6 +95,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
             )
         if self.action == "list":
             return clusters.select_related("owner", "version__product")
+        if self.action in ("logs", "events"):
+            return clusters
         return detail_queryset(clusters)
 
     def get_serializer_class(self):
@@ -115,6 +153,54 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         hours = asked.validated_data["hours"]
         end = services.extend_lease(cluster.id, hours, actor=request.user)  # 409 if over
         return Response(ExtendedSerializer({"expires_at": end}).data)
+
+    @extend_schema(parameters=[EventQuerySerializer], responses={200: EventPageSerializer})
+    @action(detail=True, methods=["get"])
+    def events(self, request: Request, **kwargs) -> Response:
+        """Events after the cursor `since`, oldest first, at most `limit` of them. Pass the
+        answer's `next` as `since` to get only what happened since: it stays the same while
+        nothing new happened."""
+        cluster = self.get_object()
+        query = EventQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        since = int(query.validated_data.get("since", 0))
+        events = list(
+            cluster.events.filter(id__gt=since).order_by("id")[: query.validated_data["limit"]]
+        )
+        page = {"events": events, "next": str(events[-1].id if events else since)}
+        return Response(EventPageSerializer(page).data)
+
+    @extend_schema(
+        parameters=[LogQuerySerializer],
+        responses={(200, "text/plain"): OpenApiTypes.STR, **LOG_ERRORS},
+    )
+    @action(detail=True, methods=["get"], renderer_classes=LOG_RENDERERS)
+    def logs(self, request: Request, **kwargs) -> HttpResponse:
+        """An instance's container log as text/plain (stdout and stderr as written): its last
+        `tail` lines, or with follow=true those and then each new line as it comes, until
+        `seconds` pass or the container stops. With timestamps=true each line starts with its
+        Docker timestamp; pass the last one as `since` to go on where an answer ended.
+        409 when the instance has no container (not yet, or not any more)."""
+        cluster = self.get_object()
+        query = LogQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        asked = query.validated_data
+        try:
+            source = logs.source(cluster, asked.get("instance"))
+            if asked["follow"]:
+                lines = logs.follow(
+                    source, asked["tail"], asked["seconds"], after=asked.get("since"),
+                    timestamps=asked["timestamps"],
+                )  # fmt: skip
+                return text_stream(lines)
+            found = logs.read(source, asked["tail"], after=asked.get("since"))
+        except logs.UnknownInstance as error:
+            raise serializers.ValidationError({"instance": str(error)}) from None
+        except logs.NoContainer as error:
+            raise ApiError(409, "no_container", str(error)) from None
+        except NodeError as error:
+            raise ApiError(503, "node_unavailable", str(error)) from None
+        return HttpResponse(found.text(asked["timestamps"]), content_type=TEXT)
 
 
 def accepted(request: Request, cluster: Cluster) -> Response:

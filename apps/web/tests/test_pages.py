@@ -126,7 +126,7 @@ def test_the_cluster_page_and_its_live_partial(as_alice, mine):
     for text in ("Instances", "worker-0", "Endpoints", "Events", "Lease", "Destroy…"):
         assert text in html
     partial = as_alice.get(reverse("web:cluster", args=[mine.id]), **HTMX)
-    assert partial.content.decode().lstrip().startswith('<div id="cluster-live"')
+    assert partial.content.decode().lstrip().startswith('<div id="cluster-poll"')
 
 
 @pytest.mark.parametrize("what", ["cluster", "destroy"])

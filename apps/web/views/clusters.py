@@ -1,20 +1,26 @@
-"""My clusters: the list with live badges, the detail with live events, and the actions."""
+"""My clusters: the list with live badges, the detail with live events, the logs panel, and
+the actions."""
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.clusters import services
+from apps.clusters import logs, queue, services
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
+from workers.drivers import NodeError
 
 from ..htmx import htmx_partial
 
 S = Cluster.State
 # While a cluster is in one of these, its page polls for news.
 MOVING = {S.QUEUED, S.PLACING, S.CONFIGURING, S.STOPPING, S.DESTROYING}
+# States in which an instance may have a container whose log the page loads at once.
+WITH_CONTAINERS = {S.CONFIGURING, S.RUNNING, S.DEGRADED, S.STOPPING, S.STOPPED}
+STOPPED = "The container is not running: nothing more comes."
 
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
@@ -45,17 +51,38 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """The page; its poller's htmx requests (?state=&since=, what the page shows) get only
+    what changed since (partials/cluster_live.html)."""
     cluster = _detail(request, cluster_id)
     context = {
         "cluster": cluster,
         "instances": cluster.instances.all(),
-        "events": cluster.events.all(),
         "endpoints": endpoints(cluster),
         "polling": cluster.state in MOVING,
-        "live": cluster.state in LIVE_STATES and cluster.state != S.DESTROYING,
+        "live": _live(cluster.state),
+        "queue": queue.position(cluster),
     }
-    template = "web/partials/cluster_live.html" if htmx_partial(request) else "web/cluster.html"
-    return render(request, template, context)
+    if not htmx_partial(request):
+        events = list(cluster.events.all())
+        context.update(events=events, cursor=max((e.id for e in events), default=0),
+                       has_containers=cluster.state in WITH_CONTAINERS,
+                       log_tail=logs.TAIL_DEFAULT, log_tail_max=logs.TAIL_MAX)  # fmt: skip
+        return render(request, "web/cluster.html", context)
+    since = request.GET.get("since", "0")
+    if not since.isdigit():
+        return HttpResponseBadRequest("since: not an event cursor")
+    shown = request.GET.get("state", "")
+    events = list(cluster.events.filter(id__gt=int(since)).order_by("id"))
+    context.update(
+        events=events, cursor=events[-1].id if events else int(since),
+        changed=shown != cluster.state, live_changed=_live(shown) != context["live"],
+    )  # fmt: skip
+    return render(request, "web/partials/cluster_live.html", context)
+
+
+def _live(state: str) -> bool:
+    """Whether a cluster in this state has a lease to extend and can be destroyed."""
+    return state in LIVE_STATES and state != S.DESTROYING
 
 
 def endpoints(cluster: Cluster) -> list[dict]:
@@ -71,6 +98,66 @@ def endpoints(cluster: Cluster) -> list[dict]:
                 "port": port["port"], "url": f"{scheme}://{ip}:{port['port']}" if scheme else "",
             })  # fmt: skip
     return found
+
+
+class LogForm(forms.Form):
+    instance = forms.CharField(required=False)
+    tail = forms.IntegerField(
+        label="Lines", min_value=1, max_value=logs.TAIL_MAX, required=False,
+        error_messages={"invalid": "give a whole number"},
+    )  # fmt: skip
+    follow = forms.BooleanField(required=False)
+    more = forms.BooleanField(required=False)  # a follow poll: only lines after `after`
+    after = forms.CharField(required=False)
+
+    def clean_after(self) -> str:
+        after = self.cleaned_data["after"]
+        try:
+            return logs.normal_cursor(after) if after else ""
+        except logs.BadCursor as error:
+            raise forms.ValidationError(str(error)) from None
+
+
+@login_required
+def cluster_logs(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """The logs panel's answers: an instance's last lines, and while following, the lines
+    after a cursor every 2 s. Problems (no container yet, a bad number) are shown in the
+    panel, so they come as 200s, which htmx swaps in."""
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    form = LogForm(request.GET)
+    valid = form.is_valid()
+    asked = form.cleaned_data
+    context = {
+        "cluster": cluster,
+        "more": asked.get("more", False),
+        "follow": asked.get("follow", False),
+        "tail": asked.get("tail") or logs.TAIL_DEFAULT,
+    }
+    if not valid:
+        return _log_answer(request, context, problem=" ".join(_problems(form)))
+    try:
+        source = logs.source(cluster, asked["instance"])
+        if context["more"]:  # everything after the cursor, however much came
+            found = logs.read(source, logs.TAIL_MAX, after=asked["after"] or None)
+        else:
+            found = logs.read(source, context["tail"])
+    except (logs.UnknownInstance, logs.NoContainer, NodeError) as error:
+        return _log_answer(request, context, problem=str(error))
+    following = context["follow"] and (bool(found.entries) or logs.running(source))
+    return _log_answer(
+        request, context, source=source, text=found.text(), following=following,
+        cursor=found.cursor or asked["after"], ended="" if following else STOPPED,
+    )  # fmt: skip
+
+
+def _problems(form: forms.Form) -> list[str]:
+    return [f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items()]
+
+
+def _log_answer(request: HttpRequest, context: dict, **more) -> HttpResponse:
+    if more.get("problem") and context["more"]:  # following ends, saying why
+        more.update(problem="", following=False, ended=more["problem"])
+    return render(request, "web/partials/cluster_log_lines.html", {**context, **more})
 
 
 @login_required
