@@ -29,6 +29,7 @@ TASK_QUEUES = {
     "platter.stop_cluster": CLUSTERS,
     "platter.start_cluster": CLUSTERS,
     "platter.destroy_cluster": CLUSTERS,
+    "platter.sync_ssh_keys": CLUSTERS,  # an exec per live cluster of the user
     "platter.bench_disks": NODES,
     "platter.reconcile": PERIODIC,
     "platter.expire_leases": PERIODIC,

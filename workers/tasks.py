@@ -92,3 +92,11 @@ def bench_disks(node_id: int, set_kind: bool = False) -> str:
 def resume_stalled() -> list[int]:
     """Re-dispatch clusters whose task was lost; run by beat."""
     return lifecycle.resume_stalled()
+
+
+@shared_task(name="platter.sync_ssh_keys")
+def sync_ssh_keys(user_id: int) -> dict:
+    """A user's SSH keys changed: rewrite authorized_keys in their live clusters."""
+    from .ssh_keys import push_keys
+
+    return push_keys(user_id)

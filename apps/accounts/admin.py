@@ -4,8 +4,8 @@ from django.template.response import TemplateResponse
 
 from apps.clusters.quotas import group_usage, user_usage
 
-from . import services
-from .models import LIMIT_FIELDS, Quota
+from . import services, ssh
+from .models import LIMIT_FIELDS, Quota, SSHKey
 
 
 def _usage(quota: Quota) -> dict[str, int]:
@@ -109,3 +109,24 @@ for _name in LIMIT_FIELDS:
 
     _column.short_description = _name.removeprefix("max_").replace("_", " ") + " used / max"
     setattr(QuotaAdmin, f"usage_{_name}", _column)
+
+
+@admin.register(SSHKey)
+class SSHKeyAdmin(admin.ModelAdmin):
+    """Staff see and remove users' keys; users add them (checked) on their SSH keys page."""
+
+    list_display = ["name", "user", "fingerprint", "created"]
+    list_select_related = ["user"]
+    search_fields = ["name", "user__username", "fingerprint"]
+    readonly_fields = ["user", "name", "public_key", "fingerprint", "created"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    # Through the service, so the owner's running clusters lose the key too.
+    def delete_model(self, request, obj: SSHKey) -> None:
+        ssh.delete_key(obj.user, obj.id)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for key in queryset.select_related("user"):
+            ssh.delete_key(key.user, key.id)

@@ -57,3 +57,30 @@ class Quota(models.Model):
 
     def limits(self) -> dict[str, int | None]:
         return {name: getattr(self, name) for name in LIMIT_FIELDS}
+
+
+class SSHKey(models.Model):
+    """A public SSH key of a user: it opens the user's clusters (the instance that runs sshd,
+    see apps.clusters.access). Keys are checked and normalised by apps.accounts.ssh."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ssh_keys"
+    )
+    name = models.CharField(max_length=100, help_text="What the key is for, e.g. laptop")
+    public_key = models.TextField(help_text='One line: "type base64 [comment]"')
+    fingerprint = models.CharField(max_length=64, help_text="SHA256:… as ssh-keygen -l shows it")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        verbose_name = "SSH key"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "fingerprint"], name="sshkey_unique_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.fingerprint})"
+
+    @property
+    def key_type(self) -> str:
+        return self.public_key.split(" ", 1)[0]

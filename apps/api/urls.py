@@ -10,6 +10,7 @@ from rest_framework.routers import SimpleRouter
 
 from .views.clusters import ClusterViewSet
 from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
+from .views.keys import SSHKeyViewSet
 from .views.me import QuotaView, TokenViewSet
 from .views.products import ProductViewSet, VersionView
 
@@ -20,6 +21,7 @@ router = SimpleRouter(trailing_slash=False)
 router.register("products", ProductViewSet, basename="product")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("tokens", TokenViewSet, basename="token")
+router.register("ssh-keys", SSHKeyViewSet, basename="ssh-key")
 router.register("nodes", NodeViewSet, basename="node")
 router.register("disks", DiskViewSet, basename="disk")
 router.register("quotas", QuotaViewSet, basename="quotas")

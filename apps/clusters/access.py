@@ -20,7 +20,14 @@ def instance_environment(cluster: Cluster, instance: Instance) -> dict[str, str]
 
 
 def ssh_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
-    return {}
+    """PLATTER_SSH_AUTHORIZED_KEYS (the owner's public keys, one per line; maybe none) for the
+    instance that runs sshd: its start script (platter-sshd) starts sshd when it is set. Keys
+    changed later reach the running container through workers/ssh_keys.py."""
+    if ssh_instance(cluster) != instance:
+        return {}
+    from apps.accounts.ssh import authorized_keys
+
+    return {SSH_KEYS_VARIABLE: "\n".join(authorized_keys(cluster.owner_id))}
 
 
 def credential_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
@@ -36,9 +43,46 @@ def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
     return {"PLATTER_WEB_UI_ROOT": cluster_root_url(cluster.id)}
 
 
+SSH_KEYS_VARIABLE = "PLATTER_SSH_AUTHORIZED_KEYS"
+
+
+def ssh_port(version) -> dict | None:
+    """The catalog's way in of a version: its port of scheme "ssh" (role and port number).
+    The login user is the one that role's product runs as (the role's "user", else root)."""
+    return next((p for p in version.ports or [] if p.get("scheme") == "ssh"), None)
+
+
+def ssh_instance(cluster: Cluster) -> Instance | None:
+    """The active instance that runs sshd: the first of the ssh port's role."""
+    port = ssh_port(cluster.version)
+    if port is None:
+        return None
+    return (
+        cluster.instances.filter(active=True, role=port["role"])
+        .select_related("node", "address")
+        .order_by("index")
+        .first()
+    )
+
+
 def ssh_login(cluster: Cluster) -> dict | None:
-    """{"command": "ssh …", "user", "address", "port", "hostname"} or None."""
-    return None
+    """{"command": "ssh …", "user", "address", "port", "hostname"} or None (no sshd in this
+    product, or no instance placed)."""
+    port = ssh_port(cluster.version)
+    instance = ssh_instance(cluster) if port else None
+    if instance is None or instance.address is None:
+        return None
+    role = next((r for r in cluster.version.roles if r.get("name") == port["role"]), {})
+    user = role.get("user") or "root"
+    address = instance.address.ip
+    target = f"{user}@{address}" if port["port"] == 22 else f"-p {port['port']} {user}@{address}"
+    return {
+        "command": f"ssh -i <your key> {target}",
+        "user": user,
+        "address": address,
+        "port": port["port"],
+        "hostname": instance.hostname,
+    }
 
 
 def web_uis(cluster: Cluster) -> list[dict]:

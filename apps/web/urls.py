@@ -17,4 +17,6 @@ urlpatterns = [
     path("clusters/<int:cluster_id>/logs", clusters.cluster_logs, name="cluster-logs"),
     path("quota/", account.quota, name="quota"),
     path("capacity/", account.capacity, name="capacity"),
+    path("ssh-keys/", account.ssh_keys, name="ssh_keys"),
+    path("ssh-keys/<int:key_id>/delete", account.ssh_key_delete, name="ssh_key_delete"),
 ]

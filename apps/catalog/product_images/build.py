@@ -26,7 +26,8 @@ BASE_REPOSITORY = "platter/jvm-base"
 BASE_TAG = "17"
 # What every JVM product image starts from (deploy/images/jvm-base/Dockerfile says the same).
 BASE_SUITE = "bookworm"
-BASE_PACKAGES = ("openjdk-17-jre-headless", "python3", "procps")
+# openssh-server: sshd in the instance that is a cluster's way in (platter-sshd starts it).
+BASE_PACKAGES = ("openjdk-17-jre-headless", "python3", "procps", "openssh-server")
 
 
 class BuildError(RuntimeError):
@@ -86,6 +87,10 @@ def base_rootfs(cache: Path) -> Path:
             # openjdk's postinst registers man pages with update-alternatives
             '--setup-hook=mkdir -p "$1/usr/share/man/man1"',
             "--dpkgopt=path-exclude=/usr/share/doc/*",
+            # The Dockerfile's `COPY rootfs/ /` (sshd's config and scripts), and no host keys
+            # from openssh-server's postinst: each container makes its own.
+            f"--customize-hook=sync-in {IMAGES_DIR / 'jvm-base' / 'rootfs'} /",
+            '--customize-hook=rm -f "$1"/etc/ssh/ssh_host_*',
             BASE_SUITE, str(partial),
         ],
         capture_output=True, text=True, check=False,
