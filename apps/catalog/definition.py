@@ -57,7 +57,7 @@ OPTION_KEYS = {
     "sets",
     "roles",
 }
-PORT_KEYS = {"role", "port", "name", "protocol", "scheme", "ui"}
+PORT_KEYS = {"role", "port", "name", "protocol", "scheme", "ui", "connect"}
 STEP_KEYS = {"role", "command", "description", "timeout", "once"}
 
 
@@ -251,6 +251,9 @@ def _check_ports(ports: Any, role_names: list[str], out: list[str]) -> None:
             out.append(f"{where}.protocol: must be tcp or udp")
         if not isinstance(port.get("ui", False), bool):
             out.append(f"{where}.ui: must be true or false")
+        connect = port.get("connect", [])
+        if not isinstance(connect, list) or not all(isinstance(t, str) and t for t in connect):
+            out.append(f"{where}.connect: must be a list of connection string templates")
 
 
 def _check_environment(version: ProductVersion, out: list[str]) -> None:

@@ -39,6 +39,8 @@ JSON shapes of the ProductVersion fields
 ``ports`` -- endpoints to publish: ``[{"role": "master", "port": 9870, "name": "HDFS web UI",
 "protocol": "tcp", "scheme": "http", "ui": true}]`` (``protocol`` defaults to tcp, ``scheme``
 optional; ``ui``: a web UI the portal serves to the cluster's owner through its proxy, apps/proxy).
+``connect``: connection strings shown to users, e.g. ``["spark://{{address}}:7077"]``; their
+placeholders (addresses, credentials) are listed in ``apps.clusters.connection``.
 
 ``environment`` -- ``{"NAME": "value"}`` for every container; values may use placeholders.
 

@@ -7,6 +7,7 @@ secrets, apps/proxy for web UIs); this module is the one place the container pla
 connection selector ask.
 """
 
+from apps.clusters import credentials
 from apps.clusters.models import Cluster, Instance
 
 
@@ -31,7 +32,8 @@ def ssh_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
 
 
 def credential_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
-    return {}
+    """The cluster's login and shared secret (PLATTER_AUTH_*), made at its first placement."""
+    return credentials.environment(credentials.ensure_credentials(cluster))
 
 
 def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:

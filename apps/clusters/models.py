@@ -181,3 +181,26 @@ class ClusterEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.level}: {self.message}"
+
+
+class ClusterCredentials(models.Model):
+    """The secrets a cluster's products require (made by apps.clusters.credentials).
+
+    Kept readable, not hashed: the owner is shown them to connect, and every container of the
+    cluster is given them at create time. Never put them in events, logs or messages."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="credentials")
+    username = models.CharField(max_length=63)
+    password = models.CharField(max_length=128)
+    # Shared by the cluster's own daemons (Spark's authenticate secret, MongoDB's key file).
+    secret = models.CharField(max_length=128)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "cluster credentials"
+
+    def __str__(self) -> str:
+        return f"credentials of {self.cluster_id}"
+
+    def __repr__(self) -> str:
+        return f"<ClusterCredentials cluster={self.cluster_id} username={self.username!r}>"

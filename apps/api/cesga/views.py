@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from apps.catalog.options import SECTIONS, describe
 from apps.catalog.services import launchable_versions
+from apps.clusters.connection import connection_details, endpoints
 from apps.clusters.models import Cluster
 from apps.clusters.services import request_destroy
 from apps.tokens.authentication import HeaderTokenAuthentication
@@ -173,7 +174,11 @@ class OneCluster(CesgaView):
 
 class ClusterDetail(OneCluster):
     def get(self, request: Request, **names) -> Response:
-        return Response(_summary(self.cluster(request, **names)))
+        """CESGA's summary, plus Platter's connection details (apps.clusters.connection)."""
+        cluster = self.cluster(request, **names)
+        body = _summary(cluster)
+        body["data"]["connection"] = connection_details(cluster, request.user).as_dict()
+        return Response(body)
 
     def delete(self, request: Request, **names) -> Response:
         request_destroy(self.cluster(request, **names).id, actor=request.user)
@@ -194,10 +199,14 @@ class ClusterServices(OneCluster):
         roles: dict[str, list[str]] = {}
         for instance in cluster.instances.all():
             roles.setdefault(instance.role, []).append(instance.hostname)
-        ports = cluster.version.ports or []
+        ports: dict[str, list[int]] = {}
+        for endpoint in endpoints(cluster):
+            found = ports.setdefault(endpoint["role"], [])
+            if endpoint["port"] not in found:
+                found.append(endpoint["port"])
         services = [
             {"name": role, "status": cesga_status(cluster), "nodes": hosts,
-             "ports": [p["port"] for p in ports if p.get("role") == role]}
+             "ports": ports.get(role, [])}
             for role, hosts in roles.items()
         ]  # fmt: skip
         return Response({"services": services})

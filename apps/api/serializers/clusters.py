@@ -2,7 +2,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.clusters import queue
+from apps.clusters import connection, queue
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 
 from .progress import QueueSerializer
@@ -65,17 +65,40 @@ class EndpointSerializer(serializers.Serializer):
     url = serializers.CharField(allow_null=True)
 
 
+class ConnectionStringSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    role = serializers.CharField()
+    hostname = serializers.CharField(help_text="empty when the string is for the whole cluster")
+    value = serializers.CharField()
+
+
+class CredentialsSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField()
+    secret = serializers.CharField(help_text="shared by the cluster's daemons (Spark, MongoDB)")
+
+
+class ConnectionSerializer(serializers.Serializer):
+    endpoints = EndpointSerializer(many=True)
+    strings = ConnectionStringSerializer(many=True)
+    credentials = CredentialsSerializer(allow_null=True, help_text="owner and staff only")
+    credentials_hidden = serializers.BooleanField()
+    ssh = serializers.DictField(allow_null=True, help_text="command, user, address, port")
+    web_uis = serializers.ListField(child=serializers.DictField())
+
+
 class ClusterDetailSerializer(ClusterSerializer):
     timestamps = serializers.SerializerMethodField()
     instances = InstanceSerializer(many=True)
     endpoints = serializers.SerializerMethodField()
+    connection = serializers.SerializerMethodField()
     events = EventSerializer(many=True)
     reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
     queue = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
         fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
-                  "instances", "endpoints", "events", "queue"]  # fmt: skip
+                  "instances", "endpoints", "connection", "events", "queue"]  # fmt: skip
 
     @extend_schema_field(QueueSerializer(allow_null=True))
     def get_queue(self, cluster: Cluster) -> dict | None:
@@ -93,20 +116,13 @@ class ClusterDetailSerializer(ClusterSerializer):
     @extend_schema_field(EndpointSerializer(many=True))
     def get_endpoints(self, cluster: Cluster) -> list[dict]:
         """Each published port of the version at the address of every instance of its role."""
-        found = []
-        for port in cluster.version.ports or []:
-            for instance in cluster.instances.all():
-                if instance.role != port.get("role"):
-                    continue
-                ip = instance.address.ip if instance.address else None
-                scheme = port.get("scheme")
-                found.append({
-                    "role": instance.role, "hostname": instance.hostname,
-                    "name": port.get("name", ""), "address": ip, "port": port["port"],
-                    "protocol": port.get("protocol", "tcp"),
-                    "url": f"{scheme}://{ip}:{port['port']}" if scheme and ip else None,
-                })  # fmt: skip
-        return found
+        return connection.endpoints(cluster)
+
+    @extend_schema_field(ConnectionSerializer)
+    def get_connection(self, cluster: Cluster) -> dict:
+        """Connection strings, credentials (owner and staff only), ssh login and web UIs."""
+        viewer = self.context["request"].user
+        return connection.connection_details(cluster, viewer).as_dict()
 
 
 class LaunchSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.clusters import logs, queue, services
+from apps.clusters.connection import connection_details
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from workers.drivers import NodeError
 
@@ -57,7 +58,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     context = {
         "cluster": cluster,
         "instances": cluster.instances.all(),
-        "endpoints": endpoints(cluster),
+        "connection": connection_details(cluster, request.user),
         "polling": cluster.state in MOVING,
         "live": _live(cluster.state),
         "queue": queue.position(cluster),
@@ -83,21 +84,6 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
 def _live(state: str) -> bool:
     """Whether a cluster in this state has a lease to extend and can be destroyed."""
     return state in LIVE_STATES and state != S.DESTROYING
-
-
-def endpoints(cluster: Cluster) -> list[dict]:
-    """Each published port of the version at the address of every instance of its role."""
-    found = []
-    for port in cluster.version.ports or []:
-        for instance in cluster.instances.all():
-            if instance.role != port.get("role") or instance.address is None:
-                continue
-            scheme, ip = port.get("scheme"), instance.address.ip
-            found.append({
-                "name": port.get("name", ""), "hostname": instance.hostname, "address": ip,
-                "port": port["port"], "url": f"{scheme}://{ip}:{port['port']}" if scheme else "",
-            })  # fmt: skip
-    return found
 
 
 class LogForm(forms.Form):
