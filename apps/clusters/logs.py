@@ -88,7 +88,7 @@ def _since(cursor: str) -> float:
 def _entry(line: str) -> tuple[str, str]:
     """(timestamp, text) of one line Docker wrote with timestamps on."""
     at, _, text = line.partition(" ")
-    return (at, text) if CURSOR.match(at) else ("", line)
+    return (normal_cursor(at), text) if CURSOR.match(at) else ("", line)
 
 
 def instance_of(cluster: Cluster, hostname: str | None) -> Instance:

@@ -1,0 +1,59 @@
+"""The cluster page in a real browser while it polls: news arrives (events, a new state) and
+nothing the user opened or typed is reset."""
+
+import os
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from apps.clusters.reservation import reserve
+from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.transitions import record_event
+from apps.web.tests.browsing import sign_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def page(browser, live_server):
+    call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page):
+    demo = get_user_model().objects.get(username="demo")
+    make_network()
+    make_node(cores=16, memory_mb=16384, disks={"hdd": 6})
+    cluster = make_cluster(demo, wants(2, cores=1, memory_mb=64, disks=1), name="polled")
+    sign_in(page, "demo", "demo-platter")
+    page.goto(f"/clusters/{cluster.id}/")
+    assert "1 of 1 in the queue" in page.locator("#cluster-state").inner_text()
+
+    page.get_by_text("worker-0", exact=True).click()  # open an instance's details
+    page.get_by_label("Extend by (hours)").fill("7")
+    page.get_by_label("Instance", exact=True).select_option("worker-1")
+    page.get_by_label("Lines", exact=True).fill("55")
+    page.get_by_role("button", name="Show").click()
+    page.locator("#log-output").get_by_text("worker-1 has no container yet").wait_for()
+
+    record_event(cluster.id, "news from the test")
+    page.locator("#events").get_by_text("news from the test").wait_for()
+    reserve(cluster.id)  # queued -> placing: state, actions, instances and connection change
+    page.locator("#cluster-state [data-testid=state]").filter(has_text="placing").wait_for()
+    node = page.locator(f"#instance-{cluster.instances.get(hostname='worker-0').id}-node")
+    node.filter(has_text=re.compile(r"^n\d+$")).wait_for()
+    page.wait_for_timeout(2500)  # a few more polls
+
+    assert page.locator("details.instance[open]").count() == 1
+    assert "/data/1" in page.locator("details.instance[open]").inner_text()  # its facts, fresh
+    assert page.get_by_label("Extend by (hours)").input_value() == "7"
+    assert page.get_by_label("Instance", exact=True).input_value() == "worker-1"
+    assert page.get_by_label("Lines", exact=True).input_value() == "55"
+    assert "worker-1 has no container yet" in page.locator("#log-output").inner_text()
+    assert page.locator("#events li").filter(has_text="news from the test").count() == 1
+    assert page.locator("#cluster-queue").is_hidden()  # placing: no queue any more
