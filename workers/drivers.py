@@ -313,18 +313,29 @@ def follow_container_log(
     timestamps: bool = False,
 ) -> Iterator[str]:  # fmt: skip
     """The last `tail` lines (of those at or after `since`, when given), then new output as
-    the container writes it, for at most `seconds`, or until the container stops. The daemon
-    itself ends the stream (`until`): a stream cannot be closed from another thread over
-    ssh://, and the SDK reads it without a timeout. NotFound when there is no container."""
-    api = client_for(node).api
+    the container writes it, for at most `seconds`, or until the container stops. NotFound
+    when there is no container.
+
+    The daemon checks `until` only when a line comes, and the SDK reads the stream without a
+    timeout, so a timer cuts the stream when time is up. The stream has a client of its own:
+    cutting it leaves the node's cached client and its pooled connections alone."""
+    client = connect(node.endpoint, node.tls_dir)
+    api = client.api
     options: dict = {"tail": tail, "timestamps": timestamps, "until": time.time() + seconds}
     if since is not None:
         options["since"] = since
-    stream = call(
-        node,
-        lambda: api.logs(container, stream=True, follow=True, **options),
-        f"follow the log of {container}",
-    )
+    try:
+        stream = call(
+            node,
+            lambda: api.logs(container, stream=True, follow=True, **options),
+            f"follow the log of {container}",
+        )
+    except BaseException:
+        client.close()
+        raise
+    timer = threading.Timer(seconds, _cut, (stream,))
+    timer.daemon = True
+    timer.start()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # chunks split characters
     try:
         for chunk in stream:
@@ -332,9 +343,21 @@ def follow_container_log(
                 yield text
         if rest := decoder.decode(b"", final=True):
             yield rest
-    finally:
-        try:  # frees the connection when the reader left early (tcp://; ssh:// cannot)
+    finally:  # also when the reader left early
+        timer.cancel()
+        _cut(stream)
+        client.close()
+
+
+def _cut(stream: docker.types.CancellableStream) -> None:
+    """End a log stream, from any thread. The SDK's close() shuts the socket down for tcp://
+    and unix://, but over ssh:// the "socket" is an ssh process (its file has a `channel`, the
+    SDK's SSHSocket), which close() ends."""
+    try:
+        channel = getattr(stream._response.raw._fp.fp, "channel", None)
+        if channel is not None:
+            channel.close()
+        else:
             stream.close()
-        except Exception:  # noqa: BLE001 (the daemon ends the stream at `until` anyway)
-            log.debug("node %s: the log stream of %s stays open until it ends", node.name,
-                      container)  # fmt: skip
+    except (AttributeError, OSError, DockerException):  # already ended
+        pass
