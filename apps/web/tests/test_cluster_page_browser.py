@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from apps.clusters.reservation import reserve
+from apps.clusters.tests import fake_logs
 from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
 from apps.clusters.transitions import record_event
 from apps.web.tests.browsing import sign_in
@@ -25,7 +26,7 @@ def page(browser, live_server):
     context.close()
 
 
-def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page):
+def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page, monkeypatch):
     demo = get_user_model().objects.get(username="demo")
     make_network()
     make_node(cores=16, memory_mb=16384, disks={"hdd": 6})
@@ -57,3 +58,18 @@ def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page):
     assert "worker-1 has no container yet" in page.locator("#log-output").inner_text()
     assert page.locator("#events li").filter(has_text="news from the test").count() == 1
     assert page.locator("#cluster-queue").is_hidden()  # placing: no queue any more
+
+    # Follow: the last lines, then new ones appended every 2 s (a fake node log here).
+    fake_logs.install(monkeypatch)
+    page.get_by_label("Follow").check()
+    lines = page.locator("#log-lines")
+    lines.get_by_text("line 29").wait_for()
+    later = ("2026-11-24T17:01:00.000000000Z", "a line written later")
+    fake_logs.install(monkeypatch, lines=[*fake_logs.LINES, later])
+    lines.get_by_text("a line written later").wait_for(timeout=5_000)
+    page.wait_for_timeout(2500)  # another poll: nothing twice
+    text = lines.inner_text()
+    assert text.count("line 29") == 1 and text.count("a line written later") == 1
+    assert page.get_by_label("Extend by (hours)").input_value() == "7"
+    if os.environ.get("PLATTER_SHOTS"):
+        page.screenshot(path="artifacts/web/cluster-logs.png", full_page=True)
