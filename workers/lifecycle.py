@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from docker.errors import NotFound
 
 from apps.clusters.admission import reserve_or_fail
+from apps.clusters.credentials import credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.reservation import Rejection, release
 from apps.clusters.services import finish_destroy
@@ -310,7 +311,8 @@ def _configure(cluster: Cluster) -> str | None:
                 return f"{step.description}: {instance}: {outcome}"
             code, output = outcome
             if code != 0:
-                tail = output.strip()[-400:]
+                # Product scripts never print secrets; masked again in case a product does.
+                tail = redact(output, credentials_of(cluster)).strip()[-400:]
                 return f"{step.description}: {instance} exited with {code}: {tail}"
         seconds = time.monotonic() - started
         record_event(

@@ -3,6 +3,7 @@ worker, the catalog's default shape within the demo user's quota): each reaches 
 once its own health check passed, runs a small real job, and gives everything back when
 destroyed. The images are those `lab up` built from deploy/images/."""
 
+import shlex
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from django.core.management import call_command
 from apps.accounts.models import Quota
 from apps.catalog.images import missing_images
 from apps.catalog.models import ProductVersion
-from apps.clusters import services
+from apps.clusters import credentials, services
+from apps.clusters.connection import connection_details
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Address, Node
@@ -74,6 +76,28 @@ def data_dirs(instance: Instance) -> list[Path]:
     ]
 
 
+def assert_no_secret_shown(cluster: Cluster) -> None:
+    """Neither the cluster's events nor its containers' logs quote its password or secret."""
+    made = credentials.credentials_of(cluster)
+    assert made is not None, "a launch makes the cluster's credentials"
+    secrets = (made.password, made.secret)
+    for message in cluster.events.values_list("message", flat=True):
+        assert not any(s in message for s in secrets), f"an event quotes a secret: {message!r}"
+    for member in cluster.instances.filter(active=True).select_related("node"):
+        log = drivers.client_for(member.node).api.logs(member.container_id).decode(errors="replace")
+        assert not any(s in log for s in secrets), f"{member.hostname}'s log quotes a secret"
+
+
+def shown_string(cluster: Cluster, start: str) -> list[str]:
+    """The argv of the connection string the cluster page shows its owner, starting so."""
+    strings = connection_details(cluster, cluster.owner).strings
+    return shlex.split(next(s.value for s in strings if s.value.startswith(start)))
+
+
+def attempt(member: Instance, *argv: str, timeout: float = 120) -> tuple[int, str]:
+    return drivers.run_in_container(member.node, member.container_id, list(argv), timeout)
+
+
 def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, alice):
     cluster = launch_default(alice, "spark", "spark-smoke")
     master = instance(cluster, "master")
@@ -86,6 +110,23 @@ def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, ali
     for worker in cluster.instances.filter(role="worker").select_related("node"):
         local = list(data_dirs(worker)[0].glob("spark-local/spark-*"))
         assert local, f"no Spark local dir on {worker.hostname}'s dedicated disk"
+
+    # The spark-submit line the page shows works on its own (no spark-defaults.conf in
+    # SPARK_CONF_DIR=/tmp) ...
+    job = ["/opt/platter/lib/spark_smoke_job.py", "2000"]
+    submit = shown_string(cluster, "spark-submit")
+    assert submit[-1] == "app.py"
+    output = run(master, "env", "SPARK_CONF_DIR=/tmp", submit[0], "--driver-memory", "512m",
+                 "--conf", "spark.ui.enabled=false", *submit[1:-1], *job)  # fmt: skip
+    assert "reduceByKey: 2000 rows -> " in output and "WRONG" not in output, output[-2000:]
+    # ... and a client without the secret is refused by the master.
+    code, output = attempt(
+        master, "env", "SPARK_CONF_DIR=/tmp", "timeout", "40", "spark-submit",
+        "--master", f"spark://{master.hostname}:7077", "--driver-memory", "512m",
+        "--conf", "spark.ui.enabled=false", *job,
+    )  # fmt: skip
+    assert code != 0 and "SASL" in output, output[-2000:]
+    assert_no_secret_shown(cluster)
     destroy_and_check(cluster)
 
 
@@ -121,6 +162,24 @@ def test_cassandra_writes_at_quorum_and_reads_from_another_node(dispatching, lab
     seed, node = instance(cluster, "seed"), instance(cluster, "node")
     output = run(seed, "/opt/platter/bin/cassandra-smoke", seed.hostname, node.hostname)
     assert "OK: a row written at QUORUM" in output
+
+    # The cqlsh line the page shows logs in as the owner's superuser role; the default
+    # superuser is locked out, and a session without credentials is refused on every node.
+    cqlsh = shown_string(cluster, "cqlsh")
+    roles = run(node, *cqlsh, "--credentials", "/dev/null", "-e", "LIST ROLES")
+    owner = credentials.credentials_of(cluster).username
+    assert any(line.split("|")[0].strip() == owner and "True" in line
+               for line in roles.splitlines()), roles  # fmt: skip
+    for member in (seed, node):
+        code, output = attempt(member, "cqlsh", "--credentials", "/dev/null", member.hostname,
+                               "9042", "-e", "DESCRIBE KEYSPACES")  # fmt: skip
+        assert code != 0 and "requires authentication" in output, output
+    code, output = attempt(
+        seed, "cqlsh", "--credentials", "/dev/null", "-u", "cassandra", "-p", "cassandra",
+        seed.hostname, "9042", "-e", "LIST ROLES",
+    )  # fmt: skip
+    assert code != 0 and "AuthenticationFailed" in output, output
+    assert_no_secret_shown(cluster)
     destroy_and_check(cluster)
 
 
@@ -130,4 +189,16 @@ def test_mongodb_compatible_server_inserts_and_finds(dispatching, lab_cleanup, a
     output = run(member, "/opt/platter/bin/mongo-smoke", member.hostname)
     assert "OK: insert, find and aggregate" in output
     assert list(data_dirs(member)[0].glob("ferretdb/*.sqlite")), "data on the member's disk"
+
+    # The mongodb:// URL the page shows logs in; without a login only ping answers.
+    (url,) = shown_string(cluster, "mongodb://")
+    check = (
+        "import sys; from pymongo import MongoClient; c = MongoClient(sys.argv[1], "
+        "serverSelectionTimeoutMS=5000); print(sorted(c.list_database_names()))"
+    )
+    assert "admin" in run(member, "python3", "-c", check, url)
+    anonymous = url.split("@", 1)[1]
+    code, output = attempt(member, "python3", "-c", check, f"mongodb://{anonymous}")
+    assert code != 0 and "requires authentication" in output, output
+    assert_no_secret_shown(cluster)
     destroy_and_check(cluster)
