@@ -168,7 +168,8 @@ def test_follow_polls_every_2s_and_appends_only_new_lines(as_alice, placed, monk
     assert poller, html
     assert "after=2026-11-24T17%3A00%3A29.123456789Z" in poller[1]
 
-    fake_logs.install(monkeypatch, lines=[*fake_logs.LINES, ("2026-11-24T17:01:00.500000000Z", "<new>")])
+    later = ("2026-11-24T17:01:00.500000000Z", "<new>")
+    fake_logs.install(monkeypatch, lines=[*fake_logs.LINES, later])
     more = as_alice.get(poller[1].replace("&amp;", "&"), **HTMX).content.decode()
     assert '<div hx-swap-oob="beforeend:#log-lines">&lt;new&gt;\n</div>' in more
     assert "line 29" not in more
