@@ -191,3 +191,14 @@ def test_follow_ends_with_the_reason_when_the_container_is_gone(as_alice, placed
     query = {"instance": "worker-0", "follow": "1", "more": "1", "after": "x"}
     more = as_alice.get(url, query, **HTMX).content.decode()
     assert "hx-trigger" not in more and "is not a log timestamp" in more
+
+
+def test_a_page_left_open_stops_following_after_30_minutes(as_alice, placed, monkeypatch):
+    fake_logs.install(monkeypatch)
+    url = reverse("web:cluster-logs", args=[placed.id])
+    query = {"instance": "worker-0", "follow": "1", "more": "1", "after": fake_logs.LINES[-1][0]}
+    going = as_alice.get(url, {**query, "polls": "899"}, **HTMX).content.decode()
+    assert 'hx-trigger="every 2s"' in going and "polls=900" in going
+    paused = as_alice.get(url, {**query, "polls": "900"}, **HTMX).content.decode()
+    assert "hx-trigger" not in paused
+    assert "Follow paused after 30 minutes: press Show to go on." in paused

@@ -22,6 +22,9 @@ MOVING = {S.QUEUED, S.PLACING, S.CONFIGURING, S.STOPPING, S.DESTROYING}
 # States in which an instance may have a container whose log the page loads at once.
 WITH_CONTAINERS = {S.CONFIGURING, S.RUNNING, S.DEGRADED, S.STOPPING, S.STOPPED}
 STOPPED = "The container is not running: nothing more comes."
+# A page left open does not follow a log for ever: 30 minutes of 2-second polls.
+FOLLOW_POLLS = 900
+FOLLOW_PAUSED = "Follow paused after 30 minutes: press Show to go on."
 
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
@@ -95,6 +98,7 @@ class LogForm(forms.Form):
     follow = forms.BooleanField(required=False)
     more = forms.BooleanField(required=False)  # a follow poll: only lines after `after`
     after = forms.CharField(required=False)
+    polls = forms.IntegerField(min_value=0, required=False)  # follow polls so far
 
     def clean_after(self) -> str:
         after = self.cleaned_data["after"]
@@ -129,10 +133,14 @@ def cluster_logs(request: HttpRequest, cluster_id: int) -> HttpResponse:
             found = logs.read(source, context["tail"])
     except (logs.UnknownInstance, logs.NoContainer, NodeError) as error:
         return _log_answer(request, context, problem=str(error))
+    polls = (asked["polls"] or 0) + 1
     following = context["follow"] and (bool(found.entries) or logs.running(source))
+    ended = "" if following else STOPPED
+    if following and polls > FOLLOW_POLLS:
+        following, ended = False, FOLLOW_PAUSED
     return _log_answer(
         request, context, source=source, text=found.text(), following=following,
-        cursor=found.cursor or asked["after"], ended="" if following else STOPPED,
+        cursor=found.cursor or asked["after"], ended=ended, polls=polls,
     )  # fmt: skip
 
 
