@@ -451,3 +451,5 @@ PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
 # opaque origin and cannot use the portal's session at all; pages rendered by the server work,
 # those that fetch data with scripts (Spark's executors tab) do not.
 PROXY_SANDBOX = envbool("PLATTER_PROXY_SANDBOX", False)
+# httpx logs every proxied request at INFO (static files included): the request log has them.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
