@@ -439,7 +439,8 @@ METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 # production site should serve them from an origin of its own: PLATTER_PROXY_ORIGIN (e.g.
 # https://ui.platter.example.org, a host name of the portal whose session cookie reaches it
 # through SESSION_COOKIE_DOMAIN) makes the links and Spark's reverse proxy URL point there,
-# the proxy answer only there and the portal's other pages answer 404 there.
+# the proxy answer only there and the portal's other pages answer 404 there (so its sign-in
+# page too: such a site sets LOGIN_URL to the portal's absolute sign-in URL).
 INSTALLED_APPS += ["apps.proxy"]
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
                   "apps.proxy.middleware.SeparateOriginMiddleware")  # fmt: skip
