@@ -248,3 +248,10 @@ def test_with_a_ui_origin_uis_and_portal_pages_never_share_a_host(client, alice,
     assert client.get(f"{ui}/echo", HTTP_HOST="ui.testserver").status_code == 200
     assert client.get("/clusters/", HTTP_HOST="ui.testserver").status_code == 404
     assert client.get("/clusters/").status_code == 200
+
+
+def test_a_ui_path_without_its_trailing_slash_gets_one(client, alice, ui):
+    client.force_login(alice)
+    response = client.get(ui)
+    assert response.status_code == 301
+    assert response["Location"] == f"{ui}/"
