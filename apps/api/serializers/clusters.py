@@ -72,7 +72,7 @@ class ConnectionStringSerializer(serializers.Serializer):
     value = serializers.CharField()
 
 
-class CredentialsSerializer(serializers.Serializer):
+class ClusterCredentialsSerializer(serializers.Serializer):
     username = serializers.CharField()
     password = serializers.CharField()
     secret = serializers.CharField(help_text="shared by the cluster's daemons (Spark, MongoDB)")
@@ -81,7 +81,7 @@ class CredentialsSerializer(serializers.Serializer):
 class ConnectionSerializer(serializers.Serializer):
     endpoints = EndpointSerializer(many=True)
     strings = ConnectionStringSerializer(many=True)
-    credentials = CredentialsSerializer(allow_null=True, help_text="owner and staff only")
+    credentials = ClusterCredentialsSerializer(allow_null=True, help_text="owner and staff only")
     credentials_hidden = serializers.BooleanField()
     ssh = serializers.DictField(allow_null=True, help_text="command, user, address, port")
     web_uis = serializers.ListField(child=serializers.DictField())
