@@ -55,6 +55,13 @@ def one_call_function() -> str:
             raise SystemExit(f"a parameter this bench does not know: {sql}")
         return sql.replace("%s", positional).strip()
 
+    # The address take leads with its own CTE (the segment), and a data-modifying CTE must
+    # stay at the top level: its UPDATE becomes one more CTE beside it.
+    update = "\nUPDATE inventory_address SET held = true"
+    take = plpgsql(reservation.TAKE_ADDRESSES_SQL)
+    if not take.startswith("WITH segment AS (") or update not in take:
+        raise SystemExit(f"the address take changed shape; adapt this bench: {take}")
+    taken = take.replace(update, ", taken AS (" + update.strip(), 1) + ")"
     written = plpgsql(write).replace(
         "SELECT instance_id, array_agg(disk_id ORDER BY disk_id) FROM held GROUP BY instance_id",
         "SELECT COUNT(*) INTO v_disks FROM held",
@@ -69,8 +76,7 @@ BEGIN
     FROM ({plpgsql(reservation.CLUSTER_SQL, "p_cluster")}) c(o, s, n, r, instance);
     PERFORM * FROM ({plpgsql(lock)}) locked;
     PERFORM * FROM ({plpgsql(usage)}) used;
-    WITH taken AS ({plpgsql(reservation.TAKE_ADDRESSES_SQL)})
-    SELECT array_agg(id) INTO v_addresses FROM taken;
+    {taken} SELECT array_agg(id) INTO v_addresses FROM taken;
     SELECT found.id INTO v_node FROM ({plpgsql(candidates)}) found LIMIT 1;
     PERFORM * FROM ({plpgsql(reservation.LOCK_NODES_SQL, "ARRAY[v_node]")}) nodes;
     PERFORM * FROM ({plpgsql(free, "ARRAY[v_node]")}) free;
