@@ -18,7 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import Action, record
-from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.credentials import redact
+from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
 
@@ -132,7 +133,7 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
             why = f"exited ({container['Status']})" if container else "vanished"
             message = f"{instance.hostname}'s container on {node.name} {why}"
             if container is not None:
-                message += _last_lines(node, container["Id"])
+                message += _last_lines(node, container["Id"], instance.cluster_id)
             touched.add(_mark_lost(instance, message, report))
         elif running and instance.state == Instance.State.LOST:
             Instance.objects.filter(id=instance.id).update(state=Instance.State.RUNNING)
@@ -142,14 +143,16 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
     return touched
 
 
-def _last_lines(node: Node, container_id: str, lines: int = 5) -> str:
-    """The end of a container's log, for the event that says it stopped."""
+def _last_lines(node: Node, container_id: str, cluster_id: int, lines: int = 5) -> str:
+    """The end of a container's log, for the event that says it stopped (the cluster's
+    credentials masked, in case a product logs them)."""
     api = drivers.client_for(node).api
     try:
         raw = drivers.call(node, lambda: api.logs(container_id, tail=lines), "read the log")
     except NodeError:
         return ""
-    text = raw.decode(errors="replace").strip()[-600:]
+    found = ClusterCredentials.objects.filter(cluster_id=cluster_id).first()
+    text = redact(raw.decode(errors="replace"), found).strip()[-600:]
     return f"; last log lines:\n{text}" if text else ""
 
 
