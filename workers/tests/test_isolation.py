@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.catalog.models import ProductVersion
-from apps.clusters import services
+from apps.clusters import logs, services
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Network
@@ -66,6 +66,12 @@ def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(
         assert f"dev {shims[instance.address.network.parent]} " in route, route
         with urllib.request.urlopen(f"http://{instance.address.ip}/", timeout=5) as answer:
             assert answer.status == 200
+
+    # The demo logs its start and each request it served (read as the logs panel reads them).
+    log = logs.read(logs.source(mine, a[0].hostname), tail=50)
+    text = "\n".join(line for _, line in log.entries)
+    assert f"{a[0].hostname}: serving /data/1/www on port 80" in text
+    assert "response:200" in text
 
     # Destroying gives the segment back.
     services.request_destroy(mine.id, keep_data=False)
