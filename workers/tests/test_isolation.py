@@ -10,6 +10,7 @@ from django.core.management import call_command
 from apps.catalog.models import ProductVersion
 from apps.clusters import logs, services
 from apps.clusters.models import Cluster, Instance
+from apps.clusters.provisioning import launch_provisioning
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Network
 from apps.lab.segments import all_segments
@@ -39,6 +40,11 @@ def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(
     theirs = services.launch(bob, demo, "theirs", {"size": 1, "mem": 64})
     mine, theirs = wait_for(mine.id, S.RUNNING), wait_for(theirs.id, S.RUNNING)
     a, b = members(mine), members(theirs)
+
+    # The launch's provisioning time adds up from its phases, each of which took some time.
+    timed = launch_provisioning(mine)
+    assert timed.done and timed.total == pytest.approx(sum(timed.phases.values()), abs=0.01)
+    assert all(seconds > 0 for seconds in timed.phases.values()), timed.phases
 
     # Each cluster holds a segment of its own.
     segment_a, segment_b = a[0].address.network, b[0].address.network

@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from apps.clusters import connection, queue
 from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.provisioning import launch_provisioning
 
 from .progress import QueueSerializer
 
@@ -87,6 +88,12 @@ class ConnectionSerializer(serializers.Serializer):
     web_uis = serializers.ListField(child=serializers.DictField())
 
 
+class ProvisioningSerializer(serializers.Serializer):
+    seconds = serializers.FloatField()
+    running = serializers.BooleanField(help_text="false while the launch goes on, or if it failed")
+    phases = serializers.DictField(child=serializers.FloatField())
+
+
 class ClusterDetailSerializer(ClusterSerializer):
     timestamps = serializers.SerializerMethodField()
     instances = InstanceSerializer(many=True)
@@ -95,10 +102,19 @@ class ClusterDetailSerializer(ClusterSerializer):
     events = EventSerializer(many=True)
     reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
     queue = serializers.SerializerMethodField()
+    provisioning = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
         fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
-                  "instances", "endpoints", "connection", "events", "queue"]  # fmt: skip
+                  "instances", "endpoints", "connection", "events", "queue",
+                  "provisioning"]  # fmt: skip
+
+    @extend_schema_field(ProvisioningSerializer(allow_null=True))
+    def get_provisioning(self, cluster: Cluster) -> dict | None:
+        """Seconds from the launch request to running, and per phase (queued, placing,
+        configuring); so far while the launch goes on."""
+        found = launch_provisioning(cluster)
+        return found.as_dict() if found else None
 
     @extend_schema_field(QueueSerializer(allow_null=True))
     def get_queue(self, cluster: Cluster) -> dict | None:

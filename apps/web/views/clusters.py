@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from apps.clusters import logs, queue, services
 from apps.clusters.connection import connection_details
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
+from apps.clusters.provisioning import launch_provisioning
 from workers.drivers import NodeError
 
 from ..htmx import htmx_partial
@@ -65,6 +66,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "polling": cluster.state in MOVING,
         "live": _live(cluster.state),
         "queue": queue.position(cluster),
+        "provisioning": launch_provisioning(cluster),
     }
     if not htmx_partial(request):
         events = list(cluster.events.all())

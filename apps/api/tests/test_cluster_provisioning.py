@@ -1,0 +1,32 @@
+"""The API detail and the cluster page show how long the launch took, phase by phase."""
+
+import pytest
+
+from apps.clusters.reservation import reserve
+from apps.clusters.tests.factories import make_network, make_node
+from apps.clusters.transitions import transition
+
+from .conftest import make_cluster
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_launch_shows_its_seconds_and_phases_until_and_once_running(api, alice, demo, client):
+    make_network()
+    make_node(cores=16, memory_mb=16384)
+    cluster = make_cluster(alice, demo, name="timed", size=1)
+    going = api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["provisioning"]
+    assert going["running"] is False and set(going["phases"]) == {
+        "queued", "placing", "configuring"
+    }  # fmt: skip
+
+    reserve(cluster.id)
+    transition(cluster.id, "placing", "configuring")
+    transition(cluster.id, "configuring", "running")
+    done = api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["provisioning"]
+    assert done["running"] is True
+    assert done["seconds"] == pytest.approx(sum(done["phases"].values()), abs=0.15)
+
+    client.force_login(alice)
+    page = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert "Ready in <strong>" in page and "configuring" in page
