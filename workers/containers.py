@@ -16,9 +16,9 @@ from django.conf import settings
 
 from apps.catalog import templating
 from apps.catalog.images import site_image
-from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
 from apps.catalog.services import needs_trust
 from apps.clusters import access
+from apps.clusters.data_path import cluster_spec
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.inventory.models import Disk, Node
 
@@ -99,18 +99,6 @@ def _active_instances(cluster: Cluster) -> list[Instance]:
     return list(active.select_related("node", "address__network").order_by("id"))
 
 
-def _spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSpec, dict]:
-    """The catalog's view of the cluster (for templates) and its hostnames."""
-    spec = ClusterSpec(
-        instances=[
-            InstanceSpec(i.role, i.index, i.cores, i.memory_mb, i.disks, i.disk_kind, i.image)
-            for i in instances
-        ],
-        options=resolve(cluster.version, cluster.options).options,
-    )
-    return spec, {(i.role, i.index): i.hostname for i in instances}
-
-
 @dataclass
 class ConfigureStep:
     description: str
@@ -121,7 +109,7 @@ class ConfigureStep:
 def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
     """The product's post-start steps, rendered for this cluster's instances."""
     instances = _active_instances(cluster)
-    spec, hostnames = _spec(cluster, instances)
+    spec, hostnames = cluster_spec(cluster, instances)
     by_key = {(i.role, i.index): i for i in instances}
     steps = []
     for step in templating.configure_plan(cluster.version, spec, cluster.name, hostnames):
@@ -146,7 +134,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
             "an admin must mark it trusted before it runs"
         )
     instances = _active_instances(cluster)
-    spec, hostnames = _spec(cluster, instances)
+    spec, hostnames = cluster_spec(cluster, instances)
     members = {i.hostname: i.address.ip for i in instances}
     held = disks_of(instances)
     folder = data_folder(cluster)

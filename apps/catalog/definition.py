@@ -43,6 +43,7 @@ ROLE_KEYS = {
     "environment",
     "description",
     "user",
+    "data_settings",
 }
 RESOURCE_KEYS = {"min", "default", "max"}
 OPTION_KEYS = {
@@ -102,6 +103,11 @@ def _check_roles(roles: Any, out: list[str]) -> list[str]:
             out.append(f"{where}: must be an object")
             continue
         _unknown_keys(role, ROLE_KEYS, where, out)
+        settings = role.get("data_settings", {})
+        if not isinstance(settings, dict) or not all(
+            isinstance(k, str) and k and isinstance(v, str) and v for k, v in settings.items()
+        ):
+            out.append(f"{where}.data_settings: must map setting names to value templates")
         name = role.get("name")
         if not isinstance(name, str) or not NAME.fullmatch(name):
             out.append(f"{where}.name: must be a lower-case identifier, got {name!r}")

@@ -17,6 +17,9 @@ JSON shapes of the ProductVersion fields
       "command": ["sh", "-c", "..."],             # optional, else the image's own command
       "user": "root",                             # optional, else the image's own user
       "environment": {"ROLE_ONLY": "..."},        # optional, added to ProductVersion.environment
+      "data_settings": {"dfs.datanode.data.dir": "{{data_dirs_csv}}"},  # optional: the
+                                                  # product settings its disks decide, shown
+                                                  # on the cluster page (its data path)
       "description": "..."}]                      # optional
 
 ``options_schema`` -- sections, each mapping an option name to its definition::

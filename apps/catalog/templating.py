@@ -135,6 +135,23 @@ def instance_environment(
     return {name: render(str(value), ctx) for name, value in merged.items()}
 
 
+def data_settings(
+    version: ProductVersion,
+    spec: ClusterSpec,
+    instance: InstanceSpec,
+    cluster: str,
+    hostnames: Hostnames,
+) -> dict[str, str]:
+    """The product settings an instance's disks decide (its role's `data_settings`), filled
+    in for it: what the cluster page shows as its data path."""
+    role = next((r for r in role_definitions(version) if r["name"] == instance.role), {})
+    settings = role.get("data_settings") or {}
+    if not settings:  # also a role an admin has since renamed: nothing to show, no error
+        return {}
+    ctx = context_for(version, spec, instance, cluster, hostnames)
+    return {name: render(str(value), ctx) for name, value in settings.items()}
+
+
 def instance_command(
     version: ProductVersion,
     spec: ClusterSpec,

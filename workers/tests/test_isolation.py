@@ -9,6 +9,7 @@ from django.core.management import call_command
 
 from apps.catalog.models import ProductVersion
 from apps.clusters import logs, services
+from apps.clusters.data_path import data_path
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.clusters.tests.waiting import wait_for
@@ -45,6 +46,12 @@ def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(
     timed = launch_provisioning(mine)
     assert timed.done and timed.total == pytest.approx(sum(timed.phases.values()), abs=0.01)
     assert all(seconds > 0 for seconds in timed.phases.values()), timed.phases
+
+    # Its data path names the disks the containers really hold, and the demo's web root.
+    for path in data_path(mine):
+        instance = next(i for i in a if i.hostname == path.hostname)
+        assert {d.node for d in path.disks} == {instance.node.name}
+        assert path.settings == {"web root": "/data/1/www"}
 
     # Each cluster holds a segment of its own.
     segment_a, segment_b = a[0].address.network, b[0].address.network

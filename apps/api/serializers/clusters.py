@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.clusters import connection, queue
+from apps.clusters.data_path import data_path
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
 
@@ -88,6 +89,23 @@ class ConnectionSerializer(serializers.Serializer):
     web_uis = serializers.ListField(child=serializers.DictField())
 
 
+class DataDiskSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="where the instance sees it, /data/N")
+    node = serializers.CharField()
+    mount = serializers.CharField()
+    device = serializers.CharField()
+    kind = serializers.CharField()
+    seq_read_mbps = serializers.FloatField(allow_null=True)
+    seq_write_mbps = serializers.FloatField(allow_null=True)
+
+
+class InstanceDataPathSerializer(serializers.Serializer):
+    hostname = serializers.CharField()
+    role = serializers.CharField()
+    disks = DataDiskSerializer(many=True)
+    settings = serializers.DictField(child=serializers.CharField())
+
+
 class ProvisioningSerializer(serializers.Serializer):
     seconds = serializers.FloatField()
     running = serializers.BooleanField(help_text="false while the launch goes on, or if it failed")
@@ -103,11 +121,18 @@ class ClusterDetailSerializer(ClusterSerializer):
     reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
     queue = serializers.SerializerMethodField()
     provisioning = serializers.SerializerMethodField()
+    data_path = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
         fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
                   "instances", "endpoints", "connection", "events", "queue",
-                  "provisioning"]  # fmt: skip
+                  "provisioning", "data_path"]  # fmt: skip
+
+    @extend_schema_field(InstanceDataPathSerializer(many=True))
+    def get_data_path(self, cluster: Cluster) -> list[dict]:
+        """Each instance's whole disks (node, device, kind, measured MB/s) and the product
+        settings they decide; empty before placement."""
+        return InstanceDataPathSerializer(data_path(cluster), many=True).data
 
     @extend_schema_field(ProvisioningSerializer(allow_null=True))
     def get_provisioning(self, cluster: Cluster) -> dict | None:

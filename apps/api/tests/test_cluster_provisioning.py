@@ -30,3 +30,24 @@ def test_a_launch_shows_its_seconds_and_phases_until_and_once_running(api, alice
     client.force_login(alice)
     page = client.get(f"/clusters/{cluster.id}/").content.decode()
     assert "Ready in <strong>" in page and "configuring" in page
+
+
+def test_the_data_path_lists_the_held_disks_and_settings_in_the_api_and_on_the_page(
+    api, alice, demo, client
+):
+    make_network()
+    make_node(cores=16, memory_mb=16384)
+    cluster = make_cluster(alice, demo, name="disks", size=1)
+    assert api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["data_path"] == []
+    reserve(cluster.id)
+    paths = api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["data_path"]
+    assert sorted(p["hostname"] for p in paths) == ["master-0", "worker-0"]
+    for path in paths:
+        assert [d["path"] for d in path["disks"]] == ["/data/1"]
+        assert path["disks"][0]["kind"] == "hdd" and path["disks"][0]["seq_read_mbps"] is None
+        assert path["settings"] == {"web root": "/data/1/www"}
+
+    client.force_login(alice)
+    page = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert 'id="h-data-path"' in page and "not measured yet" in page
+    assert "held by this cluster alone" in page

@@ -90,3 +90,22 @@ def test_it_rejects_an_empty_role_list():
     problems = problems_of(make_version(roles=[]))
     assert problems["roles"] == ["must be a non-empty list of role definitions"]
     assert problems["ports"] == ["ports[0].role: no role named 'master'"]
+
+
+BAD_SETTINGS = [["dfs.data.dir"], {"dfs.data.dir": ""}, {"": "{{data_dirs}}"}]
+
+
+@pytest.mark.parametrize("settings", BAD_SETTINGS)
+def test_it_rejects_data_settings_that_are_not_a_map_of_names_to_templates(settings):
+    version = make_version()
+    version.roles[1]["data_settings"] = settings
+    problems = problems_of(version)
+    assert problems["roles"] == [
+        "roles[1].data_settings: must map setting names to value templates"
+    ]
+
+
+def test_it_accepts_data_settings():
+    version = make_version()
+    version.roles[1]["data_settings"] = {"dfs.datanode.data.dir": "{{data_dirs_csv}}"}
+    validate_definition(version)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.clusters import logs, queue, services
 from apps.clusters.connection import connection_details
+from apps.clusters.data_path import data_path
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
 from workers.drivers import NodeError
@@ -68,6 +69,8 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "queue": queue.position(cluster),
         "provisioning": launch_provisioning(cluster),
     }
+    if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
+        context["data_path"] = data_path(cluster)
     if not htmx_partial(request):
         events = list(cluster.events.all())
         context.update(events=events, cursor=max((e.id for e in events), default=0),

@@ -1,0 +1,73 @@
+"""A cluster's data path, as its page shows it: which whole disks each instance holds (node,
+device, kind, measured speed) and the product settings those disks decide (the catalog's
+`data_settings` per role, e.g. HDFS data directories and replication)."""
+
+from dataclasses import dataclass, field
+
+from apps.catalog import templating
+from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
+
+from .models import Cluster, DiskAllocation, Instance
+
+
+@dataclass
+class DataDisk:
+    path: str  # where the instance sees it: /data/N
+    node: str
+    mount: str
+    device: str
+    kind: str
+    seq_read_mbps: float | None
+    seq_write_mbps: float | None
+
+
+@dataclass
+class InstanceDataPath:
+    hostname: str
+    role: str
+    disks: list[DataDisk] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def cluster_spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSpec, dict]:
+    """The catalog's view of the cluster (for templates) and its hostnames."""
+    spec = ClusterSpec(
+        instances=[
+            InstanceSpec(i.role, i.index, i.cores, i.memory_mb, i.disks, i.disk_kind, i.image)
+            for i in instances
+        ],
+        options=resolve(cluster.version, cluster.options).options,
+    )
+    return spec, {(i.role, i.index): i.hostname for i in instances}
+
+
+def _data_disk(n: int, disk) -> DataDisk:
+    return DataDisk(
+        f"/data/{n}", disk.node.name, disk.mount_path, disk.device, disk.kind,
+        disk.seq_read_mbps, disk.seq_write_mbps,
+    )  # fmt: skip
+
+
+def data_path(cluster: Cluster) -> list[InstanceDataPath]:
+    """Every active instance's disks (in /data/N order) and its disk-bound settings; empty
+    before placement and after release."""
+    instances = list(cluster.instances.filter(active=True).select_related("node").order_by("id"))
+    if not instances:
+        return []
+    spec, hostnames = cluster_spec(cluster, instances)
+    held = (
+        DiskAllocation.objects.filter(instance__in=instances, active=True)
+        .select_related("disk__node")
+        .order_by("disk__mount_path", "disk_id")
+    )
+    disks: dict[int, list] = {i.id: [] for i in instances}
+    for allocation in held:
+        disks[allocation.instance_id].append(allocation.disk)
+    paths = []
+    for instance, instance_spec in zip(instances, spec.instances, strict=True):
+        own = [_data_disk(n, disk) for n, disk in enumerate(disks[instance.id], start=1)]
+        settings = templating.data_settings(
+            cluster.version, spec, instance_spec, cluster.name, hostnames
+        )
+        paths.append(InstanceDataPath(instance.hostname, instance.role, own, settings))
+    return paths
