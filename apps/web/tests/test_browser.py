@@ -59,7 +59,7 @@ def test_demo_launches_watches_it_run_and_destroys_it(
     badge = page.locator("#cluster-live > p [data-testid=state]")
     badge.filter(has_text="running").wait_for(timeout=90_000)  # htmx polling, no reload
     assert page.get_by_text("configured").count() or page.locator(".events li").count() > 2
-    page.get_by_text("master-0", exact=True).click()  # an instance's details
+    page.locator("details.instance summary", has_text="master-0").click()  # its details
     details = page.locator("details.instance[open]")
     assert "/data/1" in details.inner_text()
     shot(page, "cluster")

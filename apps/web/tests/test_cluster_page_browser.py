@@ -35,7 +35,7 @@ def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page, m
     page.goto(f"/clusters/{cluster.id}/")
     assert "1 of 1 in the queue" in page.locator("#cluster-state").inner_text()
 
-    page.get_by_text("worker-0", exact=True).click()  # open an instance's details
+    page.locator("details.instance summary", has_text="worker-0").click()  # its details
     page.get_by_label("Extend by (hours)").fill("7")
     page.get_by_label("Instance", exact=True).select_option("worker-1")
     page.get_by_label("Lines", exact=True).fill("55")
