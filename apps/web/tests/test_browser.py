@@ -2,13 +2,11 @@
 live server, with the real Celery worker and the lab's nodes for the end-to-end launch.
 Screenshots of the main pages go to artifacts/web/ (not committed)."""
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
@@ -16,20 +14,6 @@ from apps.web.tests.browsing import sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(settings.BASE_DIR) / "artifacts" / "web"
-
-
-@pytest.fixture
-def seeded(db):
-    """The demo and admin logins, the demo quota and the catalog, as `./platter run` has."""
-    call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
-
-
-@pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
 
 
 def shot(page, name: str) -> None:

@@ -10,29 +10,12 @@ from apps.clusters.models import Cluster
 from apps.clusters.reservation import reserve
 from apps.clusters.services import request_destroy
 from apps.clusters.tests import fake_logs
-from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.tests.factories import make_cluster, wants
 from apps.clusters.transitions import record_event
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 S = Cluster.State
-
-
-@pytest.fixture
-def pool(db):
-    make_network()
-    return [make_node(disks={"hdd": 6, "ssd": 2}) for _ in range(3)]
-
-
-@pytest.fixture
-def as_alice(client, alice):
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
-def mine(alice, pool) -> Cluster:
-    return make_cluster(alice, wants(2, cores=1, memory_mb=64, disks=1), name="mine")
 
 
 def page(client, cluster: Cluster) -> str:

@@ -6,7 +6,6 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 
 from apps.clusters.reservation import reserve
 from apps.clusters.tests import fake_logs
@@ -17,16 +16,7 @@ from apps.web.tests.browsing import sign_in
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def page(browser, live_server):
-    call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
-
-
-def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(page, monkeypatch):
+def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(seeded, page, monkeypatch):
     demo = get_user_model().objects.get(username="demo")
     make_network()
     make_node(cores=16, memory_mb=16384, disks={"hdd": 6})

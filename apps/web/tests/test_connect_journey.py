@@ -3,13 +3,11 @@ profile, Spark launched from the web form, its master UI through the portal, an 
 the page says, a job submitted with the page's connection string, the logs read in the
 browser; and another user reaches none of it."""
 
-import os
 import re
 import shlex
 import subprocess
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 
 from apps.accounts.tests.keys import ed25519_pair
@@ -26,19 +24,6 @@ rows = spark.sparkContext.parallelize(range(1000), 4).map(lambda n: (n % 10, 1))
 print("journey counts:", sorted(rows.reduceByKey(lambda a, b: a + b).collect())[:2])
 spark.stop()
 """
-
-
-@pytest.fixture
-def seeded(db):
-    call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
-
-
-@pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
 
 
 def ssh(command: str, key_path, *remote: str) -> subprocess.CompletedProcess:
@@ -60,6 +45,7 @@ def test_a_user_launches_spark_opens_its_ui_logs_in_runs_a_job_and_reads_logs(
     key_path.write_text(private)
     key_path.chmod(0o600)
 
+    page.set_default_timeout(15_000)  # a Spark cluster's pages on 2 shared cores
     sign_in(page, "demo", "demo-platter")
     page.goto("/ssh-keys/")
     page.get_by_label("Name").fill("laptop")

@@ -7,7 +7,7 @@ from apps.accounts.models import Quota
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
-from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.tests.factories import make_cluster, wants
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -17,23 +17,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 def demo(db) -> ProductVersion:
     load_catalog()
     return ProductVersion.objects.get(product__name="demo")
-
-
-@pytest.fixture
-def pool(db):
-    make_network()
-    return [make_node(disks={"hdd": 6, "ssd": 2}) for _ in range(3)]
-
-
-@pytest.fixture
-def as_alice(client, alice):
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
-def mine(alice, pool) -> Cluster:
-    return make_cluster(alice, wants(2, cores=1, memory_mb=64, disks=1), name="mine")
 
 
 def launch_url(version: ProductVersion, what: str = "launch") -> str:

@@ -1,6 +1,5 @@
 """The SSH keys page of the profile: list, add, delete, own keys only."""
 
-import pytest
 from django.urls import reverse
 
 from apps.accounts import ssh
@@ -8,12 +7,6 @@ from apps.accounts.models import SSHKey
 from apps.accounts.tests.keys import ed25519_pair, ed25519_public
 
 PAGE = reverse("web:ssh_keys")
-
-
-@pytest.fixture
-def as_alice(client, alice):
-    client.force_login(alice)
-    return client
 
 
 def test_it_sends_anonymous_visitors_to_sign_in(client, db):
