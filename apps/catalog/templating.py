@@ -88,7 +88,7 @@ def context_for(
             raise TemplateError(f"{name} {problem}")
     members = [hostnames[(i.role, i.index)] for i in spec.instances]
     data_dirs = [f"/data/{n}" for n in range(1, instance.disks + 1)]
-    ctx: dict[str, str] = {name: _text(value) for name, value in spec.options.items()}
+    ctx: dict[str, str] = {name: option_text(value) for name, value in spec.options.items()}
     for role in role_definitions(version):
         hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role["name"]]
         ctx[f"{role['name']}_hosts"] = " ".join(hosts)
@@ -202,7 +202,8 @@ def _role(version: ProductVersion, name: str) -> dict:
     return next(r for r in role_definitions(version) if r["name"] == name)
 
 
-def _text(value: Any) -> str:
+def option_text(value: Any) -> str:
+    """An option's value as templates write it (booleans as true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

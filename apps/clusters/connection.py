@@ -21,15 +21,14 @@ Placeholders in ``connect`` templates:
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 
+from apps.catalog import templating
 from apps.catalog.options import OptionsError, resolve
 
 from . import access, credentials
 from .models import LIVE_STATES, Cluster, Instance
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 PER_INSTANCE = frozenset({"address", "hostname"})
 SECRET_NAMES = ("user", "password", "secret")
 
@@ -113,7 +112,7 @@ def connection_strings(cluster: Cluster, found) -> list[ConnectionString]:
         members = [i for i in instances if i.role == role]
         context = {**base, **_port_context(cluster, port["port"], instances)}
         for template in port.get("connect") or []:
-            names = set(PLACEHOLDER.findall(template))
+            names = templating.placeholders_in(template)
             if names & PER_INSTANCE:
                 for instance in members:
                     each = {**context, "address": instance.address.ip,
@@ -129,15 +128,10 @@ def connection_strings(cluster: Cluster, found) -> list[ConnectionString]:
 
 
 def render(template: str, context: dict[str, str]) -> str:
-    def replace(match: re.Match) -> str:
-        try:
-            return context[match.group(1)]
-        except KeyError:
-            raise ConnectTemplateError(
-                f"unknown placeholder {{{{{match.group(1)}}}}} in connection template {template!r}"
-            ) from None
-
-    return PLACEHOLDER.sub(replace, template)
+    try:
+        return templating.render(template, context)
+    except templating.TemplateError as error:
+        raise ConnectTemplateError(f"{error} in connection template {template!r}") from None
 
 
 def _cluster_context(cluster: Cluster, instances: list[Instance], found) -> dict[str, str]:
@@ -145,7 +139,7 @@ def _cluster_context(cluster: Cluster, instances: list[Instance], found) -> dict
         options = resolve(cluster.version, cluster.options).options
     except OptionsError:  # a version edited since the launch: show what the cluster asked
         options = dict(cluster.options or {})
-    context = {name: _text(value) for name, value in options.items()}
+    context = {name: templating.option_text(value) for name, value in options.items()}
     if found is not None:
         context.update(user=found.username, password=found.password, secret=found.secret)
     else:
@@ -166,9 +160,3 @@ def _port_context(cluster: Cluster, port: int, instances: list[Instance]) -> dic
         context[f"{role}_addresses"] = ",".join(ips)
         context[f"{role}_endpoints"] = ",".join(f"{ip}:{port}" for ip in ips)
     return context
-
-
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
