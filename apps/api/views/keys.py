@@ -1,30 +1,22 @@
-from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status
+from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts import ssh
 from apps.accounts.models import SSHKey
 
 from ..serializers.keys import SSHKeyCreateSerializer, SSHKeySerializer
+from .me import CallersRowsViewSet
 
 
-class SSHKeyViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, GenericViewSet
-):
+class SSHKeyViewSet(CallersRowsViewSet):
     """Your public SSH keys: they open your clusters' sshd (see each cluster's ssh login). A
     change reaches your running clusters within seconds."""
 
+    model = SSHKey
     serializer_class = SSHKeySerializer
-    filter_backends = []
-
-    def get_queryset(self) -> QuerySet[SSHKey]:
-        if getattr(self, "swagger_fake_view", False):  # schema generation, no user
-            return SSHKey.objects.none()
-        return SSHKey.objects.filter(user=self.request.user)
 
     @extend_schema(request=SSHKeyCreateSerializer, responses={201: SSHKeySerializer})
     def create(self, request: Request) -> Response:

@@ -1,4 +1,4 @@
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.request import Request
@@ -43,18 +43,26 @@ class QuotaView(APIView):
         return Response(MyQuotaSerializer(body).data)
 
 
-class TokenViewSet(
+class CallersRowsViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, GenericViewSet
 ):
-    """Your personal API tokens. Creating one answers its secret once; DELETE revokes."""
+    """List, read and delete the caller's own rows of `model` (a `user` foreign key); anyone
+    else's answer 404."""
 
-    serializer_class = TokenSerializer
+    model: type[Model]
     filter_backends = []
 
-    def get_queryset(self) -> QuerySet[ApiToken]:
+    def get_queryset(self) -> QuerySet:
         if getattr(self, "swagger_fake_view", False):  # schema generation, no user
-            return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user)
+            return self.model.objects.none()
+        return self.model.objects.filter(user=self.request.user)
+
+
+class TokenViewSet(CallersRowsViewSet):
+    """Your personal API tokens. Creating one answers its secret once; DELETE revokes."""
+
+    model = ApiToken
+    serializer_class = TokenSerializer
 
     @extend_schema(request=TokenCreateSerializer, responses={201: IssuedTokenSerializer})
     def create(self, request: Request) -> Response:
