@@ -9,16 +9,12 @@ from apps.clusters.tests.factories import make_network, make_node
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token
 
-from .conftest import PERSONAS, make_cluster
-
-READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
-WRITE = {**READ, "read_only": 403, "owner": 201, "other": 201, "admin": 201}
+from .conftest import OWN_READ, OWN_WRITE, PERSONAS, make_cluster
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_everyone_signed_in_reads_their_quota(api, persona):
-    assert api(persona).get("/api/v1/quota").status_code == READ[persona]
+    assert api(persona).get("/api/v1/quota").status_code == OWN_READ[persona]
 
 
 def test_the_quota_shows_limits_and_derived_usage(api, alice, demo):
@@ -51,16 +47,16 @@ def test_without_a_quota_row_the_defaults_apply(api, settings):
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_tokens_are_listed_and_created_by_their_owner(api, persona):
-    assert api(persona).get("/api/v1/tokens").status_code == READ[persona]
+    assert api(persona).get("/api/v1/tokens").status_code == OWN_READ[persona]
     response = api(persona).post("/api/v1/tokens", {"name": "ci"}, format="json")
-    assert response.status_code == WRITE[persona]
+    assert response.status_code == OWN_WRITE[persona]
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_a_token_is_revoked_only_by_its_owner(api, alice, persona):
     token = issue_token(alice, "victim").token
     response = api(persona).delete(f"/api/v1/tokens/{token.id}")
-    expected = {**READ, "owner": 204, "other": 404, "admin": 404, "read_only": 403}
+    expected = {**OWN_READ, "owner": 204, "other": 404, "admin": 404, "read_only": 403}
     assert response.status_code == expected[persona]
     token.refresh_from_db()
     assert token.is_revoked == (persona == "owner")

@@ -6,18 +6,14 @@ from apps.accounts import ssh
 from apps.accounts.models import SSHKey
 from apps.accounts.tests.keys import ed25519_pair, ed25519_public, rsa_public
 
-from .conftest import PERSONAS
-
-LIST = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
-CREATE = {**LIST, "owner": 201, "other": 201, "admin": 201, "read_only": 403}
+from .conftest import OWN_READ, OWN_WRITE, PERSONAS
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_who_may_list_and_add_keys(api, persona):
-    assert api(persona).get("/api/v1/ssh-keys").status_code == LIST[persona]
+    assert api(persona).get("/api/v1/ssh-keys").status_code == OWN_READ[persona]
     answer = api(persona).post("/api/v1/ssh-keys", {"public_key": ed25519_public()}, format="json")
-    assert answer.status_code == CREATE[persona]
+    assert answer.status_code == OWN_WRITE[persona]
 
 
 def test_it_adds_a_key_and_lists_only_the_callers(api, alice, bob):
