@@ -5,6 +5,7 @@ from portal import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("apps.accounts.urls")),  # sign-in with OpenID Connect
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("apps.api.urls")),
     path("bigdata/api/v1/", include("apps.api.cesga.urls")),

@@ -454,3 +454,14 @@ PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
 PROXY_SANDBOX = envbool("PLATTER_PROXY_SANDBOX", False)
 # httpx logs every proxied request at INFO (static files included): the request log has them.
 LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
+
+# ---------------------------------------------------------------- directory sign-in (issue 20, 3)
+# LDAP and OpenID Connect, each off until its PLATTER_LDAP_* / PLATTER_OIDC_* variables name a
+# server (portal/settings/directory.py reads them; README: "Sign in with your directory").
+# Their backends come after the local accounts' (and axes' lock-out check), so a local
+# sign-in never waits for the directory and a wrong directory password counts as a failure.
+from portal.settings.directory import directory_settings  # noqa: E402
+
+_directory = directory_settings()
+AUTHENTICATION_BACKENDS += _directory.pop("DIRECTORY_BACKENDS")
+globals().update(_directory)
