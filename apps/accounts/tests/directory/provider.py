@@ -31,6 +31,8 @@ def _int(value: int) -> str:
 class Provider:
     def __init__(self) -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        # The key ID tokens are signed with (a test swaps in another to forge one).
+        self.signing_key = self.key
         # Who approves the next authorization request: the claims userinfo will answer.
         self.claims: dict = {}
         # ID tokens name this audience (a test sets another one to play a token for another
@@ -48,14 +50,18 @@ class Provider:
 
     def env(self) -> dict[str, str]:
         """The PLATTER_OIDC_* variables a site would set for this provider."""
+        return self.env_for(self.url)
+
+    @staticmethod
+    def env_for(url: str) -> dict[str, str]:
         return {
             "PLATTER_OIDC_CLIENT_ID": CLIENT_ID,
             "PLATTER_OIDC_CLIENT_SECRET": CLIENT_SECRET,
-            "PLATTER_OIDC_AUTHORIZATION_ENDPOINT": f"{self.url}/authorize",
-            "PLATTER_OIDC_TOKEN_ENDPOINT": f"{self.url}/token",
-            "PLATTER_OIDC_USERINFO_ENDPOINT": f"{self.url}/userinfo",
-            "PLATTER_OIDC_JWKS_ENDPOINT": f"{self.url}/jwks",
-            "PLATTER_OIDC_ISSUER": self.issuer,
+            "PLATTER_OIDC_AUTHORIZATION_ENDPOINT": f"{url}/authorize",
+            "PLATTER_OIDC_TOKEN_ENDPOINT": f"{url}/token",
+            "PLATTER_OIDC_USERINFO_ENDPOINT": f"{url}/userinfo",
+            "PLATTER_OIDC_JWKS_ENDPOINT": f"{url}/jwks",
+            "PLATTER_OIDC_ISSUER": url,
         }
 
     def start(self) -> None:
@@ -71,7 +77,7 @@ class Provider:
         signing_input = ".".join(
             b64url(json.dumps(part).encode()) for part in (header, payload)
         ).encode()
-        signature = self.key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        signature = self.signing_key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
         return f"{signing_input.decode()}.{b64url(signature)}"
 
     def jwks(self) -> dict:

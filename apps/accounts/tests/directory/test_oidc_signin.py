@@ -1,0 +1,141 @@
+"""Sign-in with OpenID Connect against a small real provider on a local port (provider.py):
+the button on the sign-in page, the authorization code flow with PKCE, an RS256 ID token
+checked against the provider's JWKS, userinfo, and the groups claim mapped to quota groups."""
+
+from urllib.parse import urlsplit
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric import rsa
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from apps.accounts.models import Quota
+
+LOGIN = "/accounts/login/"
+
+
+def sign_in_with_provider(client, provider, claims: dict, next_url: str = "/"):
+    """What a browser does: the button, the provider (which approves `claims`' owner), and
+    the redirect back to the portal. Returns the portal's last answer."""
+    provider.claims = claims
+    start = client.get("/accounts/oidc/authenticate/", {"next": next_url})
+    assert start.status_code == 302
+    assert start["Location"].startswith(f"{provider.url}/authorize?")
+    approved = httpx.get(start["Location"], follow_redirects=False)
+    assert approved.status_code == 302, approved.text
+    back = urlsplit(approved.headers["Location"])
+    assert back.path == "/accounts/oidc/callback/"
+    return client.get(f"{back.path}?{back.query}")
+
+
+def signed_in_as(client) -> str | None:
+    user = client.get("/").context["user"]
+    return user.username if user.is_authenticated else None
+
+
+def dora(groups: list[str]) -> dict:
+    return {
+        "sub": "0c4f7e0a-dora",
+        "preferred_username": "Dora",
+        "email": "dora@id.example.org",
+        "given_name": "Dora",
+        "family_name": "Directory",
+        "groups": groups,
+    }
+
+
+def test_the_sign_in_page_has_the_providers_button(client, oidc_on):
+    page = client.get(LOGIN, {"next": "/clusters/"}).content.decode()
+
+    assert "Sign in with Example ID" in page
+    assert 'href="/accounts/oidc/authenticate/?next=/clusters/"' in page
+
+
+def test_it_signs_a_user_in_and_makes_their_platter_user(client, oidc_on):
+    physics = Group.objects.create(name="physics")
+    Quota.objects.create(group=physics, max_cores=8)
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics", "unmapped"]), "/ssh-keys/")
+
+    assert response.status_code == 302 and response["Location"] == "/ssh-keys/"
+    assert signed_in_as(client) == "dora"
+    user = get_user_model().objects.get(username="dora")
+    assert (user.email, user.first_name, user.last_name) == (
+        "dora@id.example.org",
+        "Dora",
+        "Directory",
+    )
+    assert not user.has_usable_password() and not user.is_staff
+    quota = client.get("/api/v1/quota").json()
+    assert [(g["scope"], g["limits"]["max_cores"]) for g in quota["groups"]] == [
+        ("group physics", 8)
+    ]
+
+
+def test_groups_follow_the_claim_at_the_next_sign_in(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, dora(["physics"]))
+    client.post("/accounts/logout/")
+
+    sign_in_with_provider(client, oidc_on, dora(["chemistry", "platter-admins"]))
+
+    user = get_user_model().objects.get(username="dora")
+    assert list(user.groups.values_list("name", flat=True)) == ["chem"]
+    assert user.is_staff  # platter-admins is the staff group
+    assert get_user_model().objects.count() == 1  # the same user, not a second one
+
+
+def test_a_user_in_no_mapped_group_is_in_no_quota_group(client, oidc_on, settings):
+    sign_in_with_provider(client, oidc_on, dora([]))
+
+    quota = client.get("/api/v1/quota").json()
+    assert quota["groups"] == []
+    assert (
+        quota["user"]["limits"]["max_clusters"]
+        == (settings.SCHEDULER_DEFAULT_QUOTA["max_clusters"])
+    )
+
+
+def test_an_id_token_for_another_client_is_refused(client, oidc_on):
+    oidc_on.audience = "some-other-app"
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response.status_code == 302 and response["Location"] == LOGIN
+    page = client.get(LOGIN).content.decode()
+    assert "Sign-in with Example ID did not succeed." in page
+    assert signed_in_as(client) is None
+    assert not get_user_model().objects.filter(username="dora").exists()
+
+
+def test_an_id_token_signed_with_another_key_is_refused(client, oidc_on):
+    oidc_on.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    assert signed_in_as(client) is None
+    assert not get_user_model().objects.filter(username="dora").exists()
+
+
+def test_the_provider_never_takes_over_a_local_account_of_the_same_name(client, oidc_on, alice):
+    claims = {**dora(["platter-admins"]), "preferred_username": "alice"}
+
+    response = sign_in_with_provider(client, oidc_on, claims)
+
+    assert response["Location"] == LOGIN
+    assert signed_in_as(client) is None
+    alice.refresh_from_db()
+    assert not alice.is_staff and alice.email == "alice@example.org"
+
+
+def test_claims_without_a_user_name_are_refused(client, oidc_on):
+    claims = {**dora([]), "preferred_username": "not a user name!"}
+
+    assert sign_in_with_provider(client, oidc_on, claims)["Location"] == LOGIN
+    assert get_user_model().objects.count() == 0
+
+
+def test_local_accounts_still_sign_in_with_their_own_password(client, oidc_on, bob):
+    response = client.post(LOGIN, {"username": "bob", "password": "bob-pass-123"})
+    assert response.status_code == 302
+    assert signed_in_as(client) == "bob"
