@@ -148,7 +148,6 @@ OIDC_REQUIRED = {
     "OIDC_OP_AUTHORIZATION_ENDPOINT": "PLATTER_OIDC_AUTHORIZATION_ENDPOINT",
     "OIDC_OP_TOKEN_ENDPOINT": "PLATTER_OIDC_TOKEN_ENDPOINT",
     "OIDC_OP_USER_ENDPOINT": "PLATTER_OIDC_USERINFO_ENDPOINT",
-    "OIDC_RP_CLIENT_SECRET": "PLATTER_OIDC_CLIENT_SECRET",
 }
 
 
@@ -168,6 +167,9 @@ def oidc_settings() -> dict[str, Any]:
     result.update(
         {
             "OIDC_RP_CLIENT_ID": client_id,
+            # Only the web process needs it (the workers' units may lack the file); empty for
+            # a public client, which PKCE protects.
+            "OIDC_RP_CLIENT_SECRET": envstr("PLATTER_OIDC_CLIENT_SECRET", ""),
             "OIDC_RP_SIGN_ALGO": algorithm,
             "OIDC_OP_JWKS_ENDPOINT": jwks or None,
             "OIDC_RP_SCOPES": envstr("PLATTER_OIDC_SCOPES", "openid email profile"),

@@ -137,7 +137,7 @@ def test_an_incomplete_oidc_configuration_names_what_is_missing(monkeypatch, no_
 
     assert str(refused.value) == (
         "PLATTER_OIDC_CLIENT_ID is set: also set PLATTER_OIDC_AUTHORIZATION_ENDPOINT, "
-        "PLATTER_OIDC_USERINFO_ENDPOINT, PLATTER_OIDC_CLIENT_SECRET, PLATTER_OIDC_JWKS_ENDPOINT"
+        "PLATTER_OIDC_USERINFO_ENDPOINT, PLATTER_OIDC_JWKS_ENDPOINT"
     )
 
 
