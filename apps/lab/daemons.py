@@ -1,4 +1,4 @@
-"""One dockerd per lab node, each with its own data-root, exec-root and containerd namespace."""
+"""One dockerd per lab node, each with its own data-root, exec-root and containerd."""
 
 import shutil
 import subprocess
@@ -6,15 +6,16 @@ import time
 
 import docker
 
-from workers import drivers
+from apps.nodes.engine import Address, connect
 
 from . import host
 from .host import LabError
-from .nodes import DOCKER_TLS_PORT, LabNode, run_dir, state_dir
+from .nodes import DOCKER_TLS_PORT, LabNode
+
+STOP_SECONDS = 20  # a daemon gets this long to stop its containers before it is killed
 
 
 def dockerd_command(node: LabNode) -> list[str]:
-    exec_root = run_dir() / node.name
     command = [
         shutil.which("dockerd") or "/usr/sbin/dockerd",
         "--host",
@@ -22,7 +23,7 @@ def dockerd_command(node: LabNode) -> list[str]:
         "--data-root",
         str(node.home / "docker"),
         "--exec-root",
-        str(exec_root),
+        str(node.exec_root),
         "--pidfile",
         str(node.pidfile),
         "--containerd-namespace",
@@ -37,7 +38,7 @@ def dockerd_command(node: LabNode) -> list[str]:
         "--log-level=warn",
     ]
     if not node.over_ssh:
-        certs = state_dir() / "pki" / node.name
+        certs = node.spec.home / "pki" / node.name
         command += [
             "--host",
             f"tcp://{node.address}:{DOCKER_TLS_PORT}",
@@ -54,18 +55,48 @@ def dockerd_command(node: LabNode) -> list[str]:
 
 def local_client(node: LabNode, timeout: int = 10) -> docker.DockerClient:
     """The lab itself talks to its daemons over their unix sockets."""
-    return drivers.connect(f"unix://{node.socket}", timeout=timeout)
+    return connect(f"unix://{node.socket}", timeout=timeout)
 
 
-def start_dockerd(node: LabNode) -> None:
-    if host.pid_alive(node.pidfile) and node.socket.exists():
-        return
-    (run_dir() / node.name).mkdir(parents=True, exist_ok=True)
+def local_endpoint(node: LabNode) -> Address:
+    """The node's dockerd over its local socket, for the node layer."""
+    return Address(node.name, f"unix://{node.socket}")
+
+
+# The daemons this process started, so a wait sees one exit at once (and reaps it).
+_started: dict[str, subprocess.Popen] = {}
+
+
+def start_dockerd(node: LabNode) -> bool:
+    """Start the node's daemon unless it runs; True when this call started it."""
+    if host.pid_alive(node.pidfile):
+        if node.socket.exists():
+            return False
+        stop_dockerd(node)  # its socket is gone, so nobody can reach it: start it afresh
+    node.exec_root.mkdir(parents=True, exist_ok=True)
     node.home.mkdir(parents=True, exist_ok=True)
     log = open(node.home / "dockerd.log", "ab")  # noqa: SIM115 (handed to the daemon)
     # A session of its own: Ctrl-C in the terminal that ran `up` must not kill the daemons.
-    subprocess.Popen(dockerd_command(node), stdout=log, stderr=log, start_new_session=True)
+    _started[str(node.pidfile)] = subprocess.Popen(
+        dockerd_command(node), stdout=log, stderr=log, start_new_session=True
+    )
     log.close()
+    return True
+
+
+def exited(node: LabNode) -> bool:
+    started = _started.get(str(node.pidfile))
+    if started is not None:
+        return started.poll() is not None
+    return not host.pid_alive(node.pidfile)
+
+
+def last_log_line(node: LabNode) -> str:
+    try:
+        lines = (node.home / "dockerd.log").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1][-300:] if lines else "an empty log"
 
 
 def wait_for_dockerd(node: LabNode, seconds: float = 60) -> None:
@@ -78,6 +109,12 @@ def wait_for_dockerd(node: LabNode, seconds: float = 60) -> None:
                 return
             except (docker.errors.DockerException, OSError) as exc:  # still starting
                 last_error = exc
+        # A daemon that exited (it could not bind its address, say) never answers: say why now.
+        if exited(node):
+            raise LabError(
+                f"dockerd of {node.name} exited while starting: {last_log_line(node)} "
+                f"(see {node.home / 'dockerd.log'})"
+            )
         time.sleep(0.2)
     raise LabError(
         f"dockerd of {node.name} did not answer within {seconds:.0f} s ({last_error}); "
@@ -85,12 +122,21 @@ def wait_for_dockerd(node: LabNode, seconds: float = 60) -> None:
     )
 
 
-def stop_dockerd(node: LabNode) -> None:
+def remove_containers(node: LabNode) -> str | None:
+    """Remove every container of a daemon that answers; the reason when it does not."""
+    if not (host.pid_alive(node.pidfile) and node.socket.exists()):
+        return "its daemon is not running"
     try:
-        client = local_client(node, timeout=5)
+        client = local_client(node, timeout=10)
         for container in client.containers.list(all=True):
             container.remove(force=True)
-    except docker.errors.DockerException as exc:
-        # A daemon that is already dead has no containers left to remove.
-        print(f"{node.name}: containers not removed before stop ({exc})")
-    host.stop_process(node.pidfile, f"dockerd of {node.name}")
+    except Exception as exc:  # noqa: BLE001 (any failure here: the process sweep follows)
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def stop_dockerd(node: LabNode) -> None:
+    host.stop_process(node.pidfile, f"dockerd of {node.name}", seconds=STOP_SECONDS)
+    started = _started.pop(str(node.pidfile), None)
+    if started is not None and started.poll() is None:
+        started.wait(timeout=5)

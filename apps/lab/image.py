@@ -9,16 +9,16 @@ from pathlib import Path
 import docker
 from django.conf import settings
 
-from workers import drivers
+from apps import nodes
 
 from . import host
-from .daemons import local_client
-from .nodes import LabNode, bridge_name, state_dir
+from .daemons import local_client, local_endpoint
+from .nodes import LabNode, state_dir
 
 
-def build_base_image_tar() -> Path:
+def build_base_image_tar(folder: Path | None = None) -> Path:
     """A busybox-static root file system as a tar, imported into each node with no registry."""
-    tar_path = state_dir() / "lab-base.tar"
+    tar_path = (folder or state_dir()) / "lab-base.tar"
     if tar_path.exists():
         return tar_path
     busybox = shutil.which("busybox") or "/bin/busybox"
@@ -80,16 +80,16 @@ def shared_libraries(binary: str) -> list[str]:
     return paths
 
 
-def build_fio_image_tar() -> Path:
+def build_fio_image_tar(folder: Path | None = None) -> Path:
     """The lab's benchmark image: the base image plus the host's fio and the libraries it
     loads, at the same paths (no registry here; production names a public fio image)."""
-    tar_path = state_dir() / "lab-fio.tar"
+    tar_path = (folder or state_dir()) / "lab-fio.tar"
     if tar_path.exists():
         return tar_path
     fio = shutil.which("fio")
     if not fio:
         raise host.LabError("fio is not installed: apt-get install fio (./platter does it)")
-    base = build_base_image_tar()
+    base = build_base_image_tar(folder)
     tmp = tar_path.with_suffix(".tmp")
     with tarfile.open(base) as source, tarfile.open(tmp, "w") as tar:
         for member in source.getmembers():
@@ -153,10 +153,6 @@ def lab_network_spec() -> dict:
 
 def ensure_cluster_network(node: LabNode) -> None:
     spec = lab_network_spec()
-    drivers.ensure_macvlan_network(
-        local_client(node),
-        settings.NODE_NETWORK_NAME,
-        spec["subnet"],
-        spec["gateway"],
-        bridge_name(),
+    nodes.client(local_endpoint(node)).ensure_network(
+        settings.NODE_NETWORK_NAME, spec["subnet"], spec["gateway"], node.spec.bridge
     )

@@ -5,7 +5,9 @@ its own loopback address with mutual TLS, except one reached over SSH. Each node
 "physical disks" with a real file system mounted under its disk root. Each cluster network
 segment is a bridge that is the parent of a macvlan network on every node (apps/lab/segments),
 so a cluster's containers on different nodes reach each other on portal-chosen addresses and
-nobody else's. `up` is idempotent (it reuses what runs), `down` removes everything.
+nobody else's. `up` is idempotent (it reuses what runs) and takes back what it started when it
+fails; `down` removes everything of the lab whatever state it is in (apps/lab/teardown). A
+LabSpec (apps/lab/nodes) says which lab: the checkout's own unless told otherwise.
 """
 
 import os
@@ -14,16 +16,16 @@ from pathlib import Path
 
 import docker
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import ProtectedError
 
 from apps.inventory import pki
+from apps.inventory.discovery import KIND_FILE
 from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
-from workers.discovery import KIND_FILE
 
-from . import host, segments, ssh
-from .daemons import local_client, start_dockerd, stop_dockerd, wait_for_dockerd
+from . import clash, host, segments, ssh
+from .daemons import local_client, start_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
     build_base_image_tar,
@@ -31,12 +33,13 @@ from .image import (
     ensure_cluster_network,
     ensure_image,
 )
-from .nodes import LabNode, bridge_name, disk_kind, lab_nodes, run_dir, state_dir
+from .nodes import LabNode, LabSpec, current, disk_kind, lab_nodes
 from .products import ensure_product_images, node_images
+from .teardown import Log, Undo, stop_node, teardown, uninterrupted
 
 
-def ensure_pki(nodes: list[LabNode]) -> None:
-    pki_dir = state_dir() / "pki"
+def ensure_pki(spec: LabSpec, nodes: list[LabNode]) -> None:
+    pki_dir = spec.home / "pki"
     ca_dir = pki_dir / "ca"
     pki.ensure_ca(ca_dir, "Platter lab CA")
     if not (pki_dir / "client" / "cert.pem").exists():
@@ -49,25 +52,21 @@ def ensure_pki(nodes: list[LabNode]) -> None:
 # ---------------------------------------------------------------- disks
 
 
-def ensure_disks(node: LabNode) -> list[tuple[int, str, Path]]:
+def ensure_disks(node: LabNode, undo: Undo) -> list[tuple[int, str, Path]]:
     """Attach, format and mount the node's disks; return (index, device, mount point) each."""
-    disks = []
-    for index in range(1, settings.LAB_DISKS_PER_NODE + 1):
+    spec, disks = node.spec, []
+    for index in range(1, spec.disks_per_node + 1):
         image, mount_point = node.disk_paths(index)
-        device = host.ensure_loop_device(image, settings.LAB_DISK_SIZE_MB)
-        host.ensure_filesystem(device, settings.LAB_DISK_FS, f"{node.name}-d{index}")
-        host.ensure_mounted(device, mount_point)
+        device, attached = host.ensure_loop_device(image, spec.disk_size_mb)
+        if attached:
+            undo.add(f"detach {device}", lambda d=device: host.detach_loop_device(d))
+        host.ensure_filesystem(device, spec.disk_fs, f"{node.name}-d{index}")
+        if host.ensure_mounted(device, mount_point):
+            undo.add(f"unmount {mount_point}", lambda m=mount_point: host.unmount(m))
         # Loop devices all look rotational: tell disk discovery what this one stands for.
-        (mount_point / KIND_FILE).write_text(disk_kind(index) + "\n")
+        (mount_point / KIND_FILE).write_text(disk_kind(index, spec) + "\n")
         disks.append((index, device, mount_point))
     return disks
-
-
-def remove_disks(node: LabNode) -> None:
-    for index in range(1, settings.LAB_DISKS_PER_NODE + 1):
-        image, mount_point = node.disk_paths(index)
-        host.unmount(mount_point)
-        host.detach_loop_devices(image)
 
 
 # ---------------------------------------------------------------- inventory
@@ -83,6 +82,7 @@ def host_memory_mb() -> int:
 @transaction.atomic
 def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
     """Real inventory records for a lab node: its endpoint, TLS folder and mounted disks."""
+    spec = node.spec
     # Each lab node may use the whole machine's cores (Docker refuses --cpus above the host's);
     # memory is split so that the lab never promises more than the machine has.
     record, _ = Node.objects.update_or_create(
@@ -91,47 +91,48 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
             "endpoint": node.endpoint,
             "tls_dir": "" if node.over_ssh else str(node.tls_dir),
             "cores": os.cpu_count() or 1,
-            "memory_mb": host_memory_mb() // (len(lab_nodes()) + 1),
+            "memory_mb": host_memory_mb() // (len(lab_nodes(spec)) + 1),
             "state": Node.State.ACTIVE,
             "labels": {"lab": True, "transport": "ssh" if node.over_ssh else "tls"},
             "disk_root": str(node.disk_root),
-            "network_parent": bridge_name(),
+            "network_parent": spec.bridge,
             "images": node_images(node),
         },
     )
     for index, device, mount_point in disks:
-        cap = settings.LAB_DISK_BPS_MB * 1024 * 1024 if disk_kind(index) == Disk.Kind.HDD else 0
+        kind = disk_kind(index, spec)
+        cap = spec.disk_bps_mb * 1024 * 1024 if kind == Disk.Kind.HDD else 0
         Disk.objects.update_or_create(
             node=record,
             mount_path=str(mount_point),
             defaults={
                 "device": device,
-                "kind": disk_kind(index),
+                "kind": kind,
                 "capacity_bytes": shutil.disk_usage(mount_point).total,
                 "write_bps": cap,
                 "read_bps": cap,
             },
         )
-    register_segments()
+    register_segments(spec)
     return record
 
 
-def register_segments() -> None:
+def register_segments(spec: LabSpec) -> None:
     """This portal's cluster networks: its slot's segments, isolated. The shared network of
     earlier labs goes once nothing holds its addresses (a cluster on it keeps it till then)."""
-    for segment in segments.slot_segments():
+    for segment in segments.slot_segments(spec):
         Network.objects.update_or_create(
             name=segment.network_name, defaults=segment.network_fields()
         )
     Network.objects.filter(name="lab").exclude(addresses__held=True).delete()
 
 
-def sync_inventory() -> list[Node]:
+def sync_inventory(spec: LabSpec | None = None) -> list[Node]:
     """Register the running lab's nodes and mounted disks (e.g. in a fresh test database)."""
     records = []
-    for node in lab_nodes():
+    for node in lab_nodes(spec):
         disks = []
-        for index in range(1, settings.LAB_DISKS_PER_NODE + 1):
+        for index in range(1, node.spec.disks_per_node + 1):
             mount_point = node.disk_paths(index)[1]
             device = host.mounted_device(mount_point)
             if device is None:
@@ -141,15 +142,15 @@ def sync_inventory() -> list[Node]:
     return records
 
 
-def unregister(names: list[str]) -> str:
+def unregister(names: list[str], spec: LabSpec | None = None) -> str:
     """Delete the lab's inventory rows; rows that cluster history still points at are kept,
     marked down and retired, so no user's records are lost with the lab."""
+    networks = ["lab", *(segment.network_name for segment in segments.all_segments(spec))]
     try:
         with transaction.atomic():
             Disk.objects.filter(node__name__in=names).delete()
             Node.objects.filter(name__in=names).delete()
-            names = ["lab", *(segment.network_name for segment in segments.all_segments())]
-            Network.objects.filter(name__in=names).delete()
+            Network.objects.filter(name__in=networks).delete()
         return "inventory rows removed"
     except ProtectedError:
         # Through the inventory services, as an admin's marks: locked and audited (by the
@@ -171,56 +172,91 @@ def require_root() -> None:
         raise LabError("the lab starts daemons, loop devices and mounts: run it as root")
 
 
-def up(log=print) -> list[Node]:
+# ---------------------------------------------------------------- up, down, status
+
+
+def up(log: Log = print, spec: LabSpec | None = None) -> list[Node]:
+    """Bring the lab up (reusing what runs). When a step fails, or Ctrl-C comes, what this call
+    started is taken back and a LabError says what failed."""
     require_root()
-    nodes = lab_nodes()
-    state_dir().mkdir(parents=True, exist_ok=True)
-    run_dir().mkdir(parents=True, exist_ok=True)
-    ensure_pki(nodes)
-    host.ensure_bridge(bridge_name())
-    segments.ensure_segments()
+    spec = spec or current()
+    clash.refuse_foreign_labs(spec)  # before anything is started
+    undo = Undo()
+    try:
+        return _up(spec, undo, log)
+    except BaseException as exc:
+        with uninterrupted():
+            log(f"lab up failed; taking back the {len(undo)} things it had started")
+            problems = undo.run()
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        reason = str(exc) if isinstance(exc, LabError) else f"{type(exc).__name__}: {exc}"
+        message = f"lab up failed: {reason}. What this run had started is stopped again"
+        if problems:
+            message += "; except: " + "; ".join(problems)
+        raise LabError(message) from exc
+
+
+def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
+    for folder in (spec.home, spec.run_dir):
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            undo.add(f"remove {folder}", lambda f=folder: shutil.rmtree(f, ignore_errors=True))
+    clash.mark_home(spec)
+    nodes = lab_nodes(spec)
+    ensure_pki(spec, nodes)
+    if host.ensure_bridge(spec.bridge):
+        undo.add(f"delete link {spec.bridge}", lambda: host.delete_link(spec.bridge))
+    segments.ensure_segments(
+        spec, lambda name: undo.add(f"delete link {name}", lambda: host.delete_link(name))
+    )
     for node in nodes:
-        start_dockerd(node)
-    tar_path = build_base_image_tar()
-    fio_tar_path = build_fio_image_tar()
+        if start_dockerd(node):
+            undo.add(f"stop dockerd of {node.name}", lambda n=node: stop_node(n))
+    tar_path = build_base_image_tar(spec.home)
+    fio_tar_path = build_fio_image_tar(spec.home)
     disks_of = []
     for node in nodes:
-        disks = ensure_disks(node)
+        disks = ensure_disks(node, undo)
         disks_of.append(disks)
         wait_for_dockerd(node)
         ensure_image(node, tar_path)
         ensure_image(node, fio_tar_path, settings.LAB_FIO_IMAGE)
         ensure_cluster_network(node)
         if node.over_ssh:
-            ssh.ensure_ssh_keys()
-            ssh.start_sshd(node)
-            ssh.install_ssh_client_config(node)
+            ssh.ensure_ssh_keys(spec)
+            if ssh.start_sshd(node):
+                undo.add("stop the lab's sshd", lambda: ssh.stop_sshd(spec))
+            if ssh.install_ssh_client_config(node):
+                undo.add("remove the lab's Include line in ~/.ssh/config",
+                         lambda: ssh.remove_ssh_client_config(spec))  # fmt: skip
         log(f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}")
-    ensure_product_images(nodes, log)
-    return [register(node, node_disks) for node, node_disks in zip(nodes, disks_of, strict=True)]
+    if spec.products:
+        ensure_product_images(nodes, log)
+    with transaction.atomic():  # all nodes or none
+        return [register(node, disks) for node, disks in zip(nodes, disks_of, strict=True)]
 
 
-def down(log=print) -> None:
+def down(log: Log = print, spec: LabSpec | None = None) -> None:
+    """Remove everything of the lab, whatever state it is in (a half-up lab, a dead dockerd, a
+    missing socket); a LabError lists what is still there afterwards."""
     require_root()
-    nodes = lab_nodes()
-    host.stop_process(run_dir() / "sshd.pid", "lab sshd")
-    ssh.remove_ssh_client_config()
-    for node in nodes:
-        stop_dockerd(node)
-        host.unmount_below(node.home / "docker")
-        host.unmount_below(run_dir() / node.name)
-        remove_disks(node)
+    spec = spec or current()
+    with uninterrupted():
+        left = teardown(spec, log)
+    for node in lab_nodes(spec):
         log(f"{node.name}: stopped")
-    host.delete_link(bridge_name())
-    segments.remove_segments()
-    log(unregister([node.name for node in nodes]))
-    shutil.rmtree(state_dir(), ignore_errors=True)
-    shutil.rmtree(run_dir(), ignore_errors=True)
+    try:
+        log(unregister([node.name for node in lab_nodes(spec)], spec))
+    except DatabaseError as exc:  # the machine is clean; the rows wait for the next down
+        log(f"inventory rows not updated ({exc})")
+    if left:
+        raise LabError("lab down could not remove: " + "; ".join(left))
 
 
-def status() -> list[dict]:
+def status(spec: LabSpec | None = None) -> list[dict]:
     rows = []
-    for node in lab_nodes():
+    for node in lab_nodes(spec):
         row = {"node": node.name, "endpoint": node.endpoint, "dockerd": "down", "disks": 0}
         if host.pid_alive(node.pidfile):
             try:
@@ -230,11 +266,11 @@ def status() -> list[dict]:
                 row["dockerd"] = f"not answering ({exc})"
         row["disks"] = sum(
             host.mounted_device(node.disk_paths(i)[1]) is not None
-            for i in range(1, settings.LAB_DISKS_PER_NODE + 1)
+            for i in range(1, node.spec.disks_per_node + 1)
         )
         rows.append(row)
     return rows
 
 
-def is_up() -> bool:
-    return all(row["dockerd"] == "up" for row in status())
+def is_up(spec: LabSpec | None = None) -> bool:
+    return all(row["dockerd"] == "up" for row in status(spec))

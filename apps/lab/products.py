@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from apps import nodes
 from apps.catalog import product_images
 from apps.catalog.product_images.build import (
     Staged,
@@ -22,10 +23,9 @@ from apps.catalog.product_images.build import (
     ensure_built,
     stage,
 )
-from workers import drivers
-from workers.lifecycle import parallel
+from apps.nodes import parallel
 
-from .daemons import local_client
+from .daemons import local_client, local_endpoint
 from .nodes import LabNode
 
 BUILD_TIMEOUT = 1800  # seconds an engine call may take while it copies a big context
@@ -71,4 +71,4 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
 
 def node_images(node: LabNode) -> list[str]:
     """What the node holds, as the reconciler records it (the catalog reads it)."""
-    return drivers.repo_tags(local_client(node).api.images())
+    return nodes.client(local_endpoint(node)).images()

@@ -11,18 +11,19 @@ address and a route for its subnet, so the portal (the web UI proxy) and a brows
 the host open cluster addresses directly, never through the default gateway.
 
 Segments are made for every portal slot at once (the dev portal and parallel test runs each
-hand out their own LAB_SEGMENTS_PER_SLOT of them), so `lab up` runs once for all of them.
+hand out their own LAB_SEGMENTS_PER_SLOT of them), so `lab up` runs once for all of them. Their
+names carry the lab's key (LabSpec.link_prefix), so another lab's links are never touched.
 """
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 
 from . import host
-from .nodes import checkout_id
+from .nodes import LabSpec, current
 
-SLOTS = 8
 FIRST_HOST_INDEX = 9  # .10: the low addresses stay free for a site's own gear
 
 
@@ -30,14 +31,15 @@ FIRST_HOST_INDEX = 9  # .10: the low addresses stay free for a site's own gear
 class Segment:
     index: int
     subnet: ipaddress.IPv4Network
+    link_prefix: str  # the lab's (LabSpec.link_prefix)
 
     @property
     def bridge(self) -> str:
-        return f"pl{checkout_id()[:6]}s{self.index:02d}"
+        return f"{self.link_prefix}s{self.index:02d}"
 
     @property
     def shim(self) -> str:
-        return f"pl{checkout_id()[:6]}h{self.index:02d}"
+        return f"{self.link_prefix}h{self.index:02d}"
 
     @property
     def shim_address(self) -> str:
@@ -60,50 +62,68 @@ class Segment:
         }
 
 
-def all_segments() -> list[Segment]:
-    pool = ipaddress.ip_network(settings.LAB_SEGMENTS_SUBNET)
-    count = SLOTS * settings.LAB_SEGMENTS_PER_SLOT
+def all_segments(spec: LabSpec | None = None) -> list[Segment]:
+    spec = spec or current()
+    pool = ipaddress.ip_network(spec.segments_subnet)
+    count = spec.slots * spec.segments_per_slot
     subnets = list(pool.subnets(new_prefix=24))
     if len(subnets) < count:
         raise ValueError(f"PLATTER_LAB_SEGMENTS_SUBNET {pool} holds fewer than {count} /24s")
-    return [Segment(index, subnet) for index, subnet in enumerate(subnets[:count])]
+    return [Segment(i, subnet, spec.link_prefix) for i, subnet in enumerate(subnets[:count])]
 
 
-def slot_segments() -> list[Segment]:
+def slot_segments(spec: LabSpec | None = None) -> list[Segment]:
     """The segments this portal (its LAB_ADDRESS_SLOT) hands out."""
-    per_slot = settings.LAB_SEGMENTS_PER_SLOT
-    first = settings.LAB_ADDRESS_SLOT * per_slot
-    return all_segments()[first : first + per_slot]
+    spec = spec or current()
+    first = settings.LAB_ADDRESS_SLOT * spec.segments_per_slot
+    return all_segments(spec)[first : first + spec.segments_per_slot]
 
 
-def ensure_segments() -> None:
-    for segment in all_segments():
-        _refuse_foreign_route(segment)
-        host.ensure_bridge(segment.bridge)
+def link_pattern(spec: LabSpec) -> str:
+    """Every link the lab makes: its flat bridge, segment bridges and shims."""
+    return rf"{spec.bridge}|{spec.link_prefix}[sh]\d\d"
+
+
+def ensure_segments(spec: LabSpec, made: Callable[[str], object] = lambda name: None) -> None:
+    """Bridges, shims and routes of every segment; made(name) for each link this call made."""
+    for segment in all_segments(spec):
+        refuse_foreign_route(segment)
+        if host.ensure_bridge(segment.bridge):
+            made(segment.bridge)
         if not host.link_exists(segment.shim):
             host.run("ip", "link", "add", segment.shim, "link", segment.bridge,
                      "type", "macvlan", "mode", "bridge")  # fmt: skip
+            made(segment.shim)
         host.run("ip", "addr", "replace", f"{segment.shim_address}/32", "dev", segment.shim)
         host.run("ip", "link", "set", segment.shim, "up")
         host.run("ip", "route", "replace", str(segment.subnet), "dev", segment.shim,
                  "src", segment.shim_address)  # fmt: skip
 
 
-def _refuse_foreign_route(segment: Segment) -> None:
+def route_owner(subnet: ipaddress.IPv4Network) -> str | None:
+    """The link the host routes exactly this subnet through, if any."""
+    fields = host.run("ip", "-o", "route", "show", str(subnet), check=False).stdout.split()
+    return fields[fields.index("dev") + 1] if "dev" in fields else None
+
+
+def refuse_foreign_route(segment: Segment) -> None:
     """Another checkout's lab (or anything else) routing the subnet would lose its route to a
-    silent `ip route replace`: say so instead."""
-    route = host.run("ip", "-o", "route", "show", str(segment.subnet), check=False).stdout
-    fields = route.split()
-    if "dev" in fields and fields[fields.index("dev") + 1] != segment.shim:
-        owner = fields[fields.index("dev") + 1]
-        raise host.LabError(
-            f"{segment.subnet} is already routed through {owner} (another lab on this machine?):"
-            " take that lab down, or give this one PLATTER_LAB_SEGMENTS_SUBNET of its own"
-        )
+    silent `ip route replace`: say so instead, naming that lab when it is one."""
+    from .clash import lab_of_link  # the clash module reads segments too
+
+    owner = route_owner(segment.subnet)
+    if owner is None or owner == segment.shim:
+        return
+    lab = lab_of_link(owner)
+    holder = f"{owner}, a link of the lab of {lab}" if lab else owner
+    advice = (
+        "run ./platter lab down there" if lab else "remove that route"
+    ) + ", or give this lab a PLATTER_LAB_SEGMENTS_SUBNET of its own"
+    raise host.LabError(f"{segment.subnet} is already routed through {holder}: {advice}")
 
 
-def remove_segments() -> None:
+def remove_segments(spec: LabSpec) -> None:
     """Deleting a bridge deletes its shim (a macvlan on it) and the shim's route."""
-    for segment in all_segments():
+    for segment in all_segments(spec):
         host.delete_link(segment.shim)
         host.delete_link(segment.bridge)

@@ -7,15 +7,19 @@ from pathlib import Path
 
 from . import host
 from .host import LabError
-from .nodes import SSH_PORT, LabNode, checkout_id, run_dir, state_dir
+from .nodes import SSH_PORT, LabNode, LabSpec
 
 
-def ssh_dir() -> Path:
-    return state_dir() / "ssh"
+def ssh_dir(spec: LabSpec) -> Path:
+    return spec.home / "ssh"
 
 
-def ensure_ssh_keys() -> None:
-    folder = ssh_dir()
+def sshd_pidfile(spec: LabSpec) -> Path:
+    return spec.run_dir / "sshd.pid"
+
+
+def ensure_ssh_keys(spec: LabSpec) -> None:
+    folder = ssh_dir(spec)
     folder.mkdir(parents=True, exist_ok=True)
     for key in ("host_ed25519", "client_ed25519"):
         if not (folder / key).exists():
@@ -40,10 +44,15 @@ def user_ssh_config() -> Path:
     return Path.home() / ".ssh" / "config"
 
 
-def install_ssh_client_config(node: LabNode) -> None:
+def include_line(spec: LabSpec) -> str:
+    return f"Include {ssh_dir(spec) / 'ssh_config'} {SSH_INCLUDE_MARK} {spec.key}\n"
+
+
+def install_ssh_client_config(node: LabNode) -> bool:
     """docker's ssh transport runs the system ssh client, which reads ~/.ssh/config: point it at
-    the lab's key and known hosts through one Include line that `down` removes again."""
-    folder = ssh_dir()
+    the lab's key and known hosts through one Include line that `down` removes again. True
+    when this call added the line."""
+    folder = ssh_dir(node.spec)
     host_key = (folder / "host_ed25519.pub").read_text().split()
     (folder / "known_hosts").write_text(
         f"[{node.address}]:{SSH_PORT} {host_key[0]} {host_key[1]}\n"
@@ -59,32 +68,36 @@ def install_ssh_client_config(node: LabNode) -> None:
         f"  ConnectTimeout 10\n"
         # One master connection per node makes every later dial cheap.
         f"  ControlMaster auto\n"
-        f"  ControlPath {run_dir()}/ssh-%C\n"
+        f"  ControlPath {node.spec.run_dir}/ssh-%C\n"
         f"  ControlPersist 300\n"
     )
     config = user_ssh_config()
     config.parent.mkdir(mode=0o700, exist_ok=True)
-    line = f"Include {folder / 'ssh_config'} {SSH_INCLUDE_MARK} {checkout_id()}\n"
+    line = include_line(node.spec)
     current = config.read_text() if config.exists() else ""
-    if line not in current:
-        # Include must come before any Host block to apply to every host.
-        config.write_text(line + current)
-        config.chmod(0o600)
+    if line in current:
+        return False
+    # Include must come before any Host block to apply to every host.
+    config.write_text(line + current)
+    config.chmod(0o600)
+    return True
 
 
-def remove_ssh_client_config() -> None:
+def remove_ssh_client_config(spec: LabSpec) -> None:
     config = user_ssh_config()
     if config.exists():
-        mark = f"{SSH_INCLUDE_MARK} {checkout_id()}"
+        mark = f"{SSH_INCLUDE_MARK} {spec.key}"
         kept = [line for line in config.read_text().splitlines(keepends=True) if mark not in line]
         config.write_text("".join(kept))
 
 
-def start_sshd(node: LabNode) -> None:
-    folder = ssh_dir()
-    pidfile = run_dir() / "sshd.pid"
+def start_sshd(node: LabNode) -> bool:
+    """Start the lab's sshd unless it runs; True when this call started it."""
+    spec = node.spec
+    folder = ssh_dir(spec)
+    pidfile = sshd_pidfile(spec)
     if host.pid_alive(pidfile):
-        return
+        return False
     shutil.copy(folder / "client_ed25519.pub", folder / "authorized_keys")
     config = folder / "sshd_config"
     config.write_text(
@@ -104,9 +117,15 @@ def start_sshd(node: LabNode) -> None:
     )
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation folder
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    host.run(sshd, "-f", str(config), "-E", str(state_dir() / "sshd.log"))
+    log = spec.home / "sshd.log"
+    host.run(sshd, "-f", str(config), "-E", str(log))
     deadline = time.monotonic() + 10
     while not host.pid_alive(pidfile):
         if time.monotonic() > deadline:
-            raise LabError(f"sshd for {node.name} did not start; see {state_dir() / 'sshd.log'}")
+            raise LabError(f"sshd for {node.name} did not start; see {log}")
         time.sleep(0.05)
+    return True
+
+
+def stop_sshd(spec: LabSpec) -> None:
+    host.stop_process(sshd_pidfile(spec), "lab sshd")

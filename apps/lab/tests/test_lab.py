@@ -21,7 +21,7 @@ from apps.lab.host import mounted_device
 from apps.lab.image import lab_network_spec
 from apps.lab.nodes import state_dir
 from apps.lab.segments import slot_segments
-from workers import drivers
+from apps.nodes import engine
 
 pytestmark = pytest.mark.lab
 
@@ -44,7 +44,7 @@ def test_it_registers_every_lab_node_with_its_disks(lab_inventory):
 
 def test_each_tls_node_answers_a_client_with_the_portal_certificate(lab_inventory):
     for node in tls_nodes(lab_inventory):
-        client = drivers.connect(node.endpoint, node.tls_dir)
+        client = engine.connect(node.endpoint, node.tls_dir)
         assert client.ping() is True
         assert settings.LAB_IMAGE in [tag for image in client.images.list() for tag in image.tags]
 
@@ -63,7 +63,7 @@ def test_a_tls_node_refuses_a_certificate_from_another_ca(lab_inventory, tmp_pat
     pki.issue(tmp_path / "rogue-ca", tmp_path / "rogue", "intruder", client=True)
     # Trust the real node CA so only the client side of the handshake can fail.
     (tmp_path / "rogue" / "ca.pem").write_bytes((state_dir() / "pki/ca/ca.pem").read_bytes())
-    client = drivers.connect(node.endpoint, str(tmp_path / "rogue"), timeout=5)
+    client = engine.connect(node.endpoint, str(tmp_path / "rogue"), timeout=5)
     with pytest.raises((docker.errors.DockerException, requests.exceptions.ConnectionError)):
         client.ping()
 
@@ -89,7 +89,7 @@ def test_the_node_certificate_is_not_trusted_without_the_lab_ca(lab_inventory):
 
 def test_the_ssh_node_works_through_dockers_ssh_transport(lab_inventory):
     node = next(n for n in lab_inventory if n.endpoint.startswith("ssh://"))
-    client = drivers.connect(node.endpoint)
+    client = engine.connect(node.endpoint)
     assert client.ping() is True
     name = f"ssh-probe-{uuid.uuid4().hex[:8]}"
     output = client.containers.run(
@@ -114,7 +114,7 @@ def test_a_file_written_in_a_container_lands_on_the_disk_mounted_there(lab_inven
     node = tls_nodes(lab_inventory)[0]
     disk = node.disks.first()
     marker = f"marker-{uuid.uuid4().hex}"
-    client = drivers.client_for(node)
+    client = engine.cached(node)
     client.containers.run(
         settings.LAB_IMAGE,
         ["sh", "-c", f"echo {marker} > /data/1/{marker}"],
@@ -157,7 +157,7 @@ def test_containers_on_two_nodes_reach_each_other_by_portal_assigned_address(lab
 
 
 def run_on(node: Node, name: str, ip: str, command: list[str], started: list, **options):
-    client = drivers.client_for(node)
+    client = engine.cached(node)
     unique = f"{name}-{uuid.uuid4().hex[:6]}"
     container = client.containers.create(
         settings.LAB_IMAGE,

@@ -16,9 +16,9 @@ def test_a_subnet_routed_elsewhere_is_refused_with_a_clear_reason():
     host.ensure_bridge(bridge)
     try:
         host.run("ip", "route", "add", subnet, "dev", bridge)
-        segment = segments.Segment(0, ipaddress.ip_network(subnet))
-        with pytest.raises(host.LabError, match=f"already routed through {bridge}"):
-            segments._refuse_foreign_route(segment)
+        segment = segments.Segment(0, ipaddress.ip_network(subnet), "plzzzzzz")
+        with pytest.raises(host.LabError, match=f"already routed through {bridge}: remove"):
+            segments.refuse_foreign_route(segment)
         route = host.run("ip", "-o", "route", "show", subnet).stdout
         assert f"dev {bridge}" in route  # left as it was
     finally:
