@@ -1,6 +1,7 @@
-"""What a sign-in through the site's directory (LDAP: apps.accounts.ldap, OpenID Connect:
-apps.accounts.oidc) does to the Platter user: its groups, and so its quota groups, follow the
-directory's at every sign-in, and so do its staff flags when a staff group is configured.
+"""What a sign-in through the site's directory (LDAP: apps.accounts.ldap_backend, OpenID
+Connect: apps.accounts.oidc) does to the Platter user: its groups, and so its quota groups,
+follow the directory's at every sign-in, and so do its staff flags when a staff group is
+configured.
 
 Mapped groups are ordinary Django groups; an admin gives one a quota (Admin > Quotas) to cap
 what its members hold together. Only groups named in the mapping are managed here: a group an
@@ -13,8 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import AbstractUser, Group
 from django.db import transaction
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class GroupMapping:
         return flags
 
 
-def refuse_local_account(user: AbstractBaseUser) -> None:
+def refuse_local_account(user: AbstractUser) -> None:
     """A directory sign-in may only land on a user the directory made (no usable password):
     otherwise whoever holds a directory name equal to a local account's (an admin's, say)
     would sign in as that account."""
@@ -73,9 +73,7 @@ def refuse_local_account(user: AbstractBaseUser) -> None:
 
 
 @transaction.atomic
-def sync_user(
-    user: AbstractBaseUser, directory_groups: Iterable[str], mapping: GroupMapping
-) -> None:
+def sync_user(user: AbstractUser, directory_groups: Iterable[str], mapping: GroupMapping) -> None:
     """Make the user's mapped groups and staff flags what the directory says now. Groups named
     in the mapping are created when first needed."""
     directory_groups = list(directory_groups)

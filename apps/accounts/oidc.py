@@ -1,7 +1,8 @@
 """Sign-in with the site's OpenID Connect provider (mozilla-django-oidc; settings from
 PLATTER_OIDC_*, see portal/settings/directory.py): the authorization code flow with PKCE. The
 user is found by one claim (preferred_username by default), made at the first sign-in, and its
-groups follow a claim's values at every sign-in (apps.accounts.directory)."""
+groups follow a claim's values at every sign-in (apps.accounts.directory). Claims are the ID
+token's and userinfo's together."""
 
 import logging
 import re
@@ -58,6 +59,11 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
             if settings.OIDC_ISSUER and payload.get("iss") != settings.OIDC_ISSUER:
                 raise SuspiciousOperation(f"the ID token's issuer is not {settings.OIDC_ISSUER}")
         return payload
+
+    def get_userinfo(self, access_token: str, id_token: str, payload: dict) -> dict:
+        # Some providers put the groups (or the user name) only in the ID token: take its
+        # claims too, userinfo's winning where both have one.
+        return {**payload, **super().get_userinfo(access_token, id_token, payload)}
 
     def verify_claims(self, claims: dict) -> bool:
         if username_of(claims) is None:

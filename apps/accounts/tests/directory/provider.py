@@ -35,6 +35,8 @@ class Provider:
         self.signing_key = self.key
         # Who approves the next authorization request: the claims userinfo will answer.
         self.claims: dict = {}
+        # Claims only the ID token carries, not userinfo (as some providers do with groups).
+        self.id_token_claims: dict = {}
         # ID tokens name this audience (a test sets another one to play a token for another
         # client).
         self.audience = CLIENT_ID
@@ -97,7 +99,7 @@ class Provider:
         if query.get("client_id") != CLIENT_ID or query.get("response_type") != "code":
             raise ValueError("unknown client or response type")
         code = secrets.token_urlsafe(16)
-        self.codes[code] = {**query, "claims": dict(self.claims)}
+        self.codes[code] = {**query, "claims": dict(self.claims), "id": dict(self.id_token_claims)}
         return f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
 
     def token(self, form: dict[str, str]) -> dict:
@@ -120,6 +122,7 @@ class Provider:
                 "iat": now,
                 "exp": now + 300,
                 "nonce": grant.get("nonce"),
+                **grant["id"],
             }
         )
         return {

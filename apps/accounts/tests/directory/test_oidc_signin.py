@@ -95,6 +95,25 @@ def test_a_user_in_no_mapped_group_is_in_no_quota_group(client, oidc_on, setting
     )
 
 
+def test_groups_only_the_id_token_carries_count_too(client, oidc_on):
+    oidc_on.id_token_claims = {"groups": ["chemistry"]}
+
+    userinfo = {claim: value for claim, value in dora([]).items() if claim != "groups"}
+    sign_in_with_provider(client, oidc_on, userinfo)
+
+    user = get_user_model().objects.get(username="dora")
+    assert list(user.groups.values_list("name", flat=True)) == ["chem"]
+
+
+def test_an_id_token_from_another_issuer_is_refused(client, oidc_on, settings):
+    settings.OIDC_ISSUER = "https://id.elsewhere.example.org"
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    assert signed_in_as(client) is None
+
+
 def test_an_id_token_for_another_client_is_refused(client, oidc_on):
     oidc_on.audience = "some-other-app"
 
@@ -115,6 +134,16 @@ def test_an_id_token_signed_with_another_key_is_refused(client, oidc_on):
     assert response["Location"] == LOGIN
     assert signed_in_as(client) is None
     assert not get_user_model().objects.filter(username="dora").exists()
+
+
+def test_a_provider_that_does_not_answer_ends_on_the_sign_in_page(client, oidc_on, settings):
+    settings.OIDC_OP_TOKEN_ENDPOINT = "http://127.0.0.1:1/token"  # nothing listens there
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    assert "did not succeed" in client.get(LOGIN).content.decode()
+    assert signed_in_as(client) is None
 
 
 def test_the_provider_never_takes_over_a_local_account_of_the_same_name(client, oidc_on, alice):
