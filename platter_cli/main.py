@@ -1,0 +1,797 @@
+"""The `platter` command: log in to a portal, launch clusters and follow them, reach them and
+destroy them, all through the portal's REST API. See `platter --help`."""
+
+import functools
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from . import config, render
+from .api import Api
+from .errors import EXIT_CODES_HELP, CliError, ExitCode
+
+POLL_SECONDS = 1.0
+FOLLOW_POLL_SECONDS = 2.0
+LOG_FOLLOW_SECONDS = 300  # the API's longest follow; the command asks again after it
+LAUNCH_PHASES = ["queued", "placing", "configuring", "running"]
+# States in which a cluster's containers may write log lines.
+LOGGING_STATES = {"placing", "configuring", "running", "degraded", "stopping"}
+# Launch option flags: the role property the version's option sets, and its CESGA name.
+SIZING = {
+    "--size": ("count", "size"),
+    "--disks": ("disks", "disks"),
+    "--cores": ("cores", "cpu"),
+    "--memory": ("memory_mb", "mem"),
+}
+LAUNCH_FLAGS = {
+    "name": "--name",
+    "disk_kind": "--disk-kind",
+    "lease": "--lease",
+    "reuse_data_from": "--reuse-data-from",
+}
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2))
+
+
+def emit_line(data: Any) -> None:
+    click.echo(json.dumps(data), nl=True)
+    sys.stdout.flush()
+
+
+def with_json(command: Callable) -> Callable:
+    """--json on a command; its errors then also go to stdout as JSON (with exit_code), and
+    Ctrl-C ends it with 130 and no traceback."""
+
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Machine-readable JSON on stdout (errors too, with exit_code).",
+    )
+    @functools.wraps(command)
+    def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> Any:
+        try:
+            return command(*args, as_json=as_json, **kwargs)
+        except CliError as error:
+            error.as_json = as_json
+            raise
+        except KeyboardInterrupt:
+            error = CliError("interrupted", ExitCode.INTERRUPTED)
+            error.as_json = as_json
+            raise error from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as bug:
+            if os.environ.get("PLATTER_DEBUG"):
+                raise
+            error = CliError(
+                f"unexpected {type(bug).__name__}: {bug} (a bug in platter: PLATTER_DEBUG=1 "
+                "shows where)",
+                ExitCode.REFUSED,
+            )
+            error.as_json = as_json
+            raise error from None
+
+    return wrapper
+
+
+def connect(flags: dict[str, str] | None = None) -> Api:
+    path = config.config_path()
+    if config.loosely_readable(path):
+        click.echo(f"platter: warning: {path} is readable by others; chmod 600 it", err=True)
+    return Api(config.current(), flags)
+
+
+def parse_memory(_ctx: Any, _param: Any, value: str | None) -> int | None:
+    """MB: 512, 512M, 2G."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*([mMgG]?)[bB]?\s*", value)
+    if not match:
+        raise click.BadParameter(f"{value!r} is not a size in MB such as 512, 512M or 2G")
+    return int(match[1]) * (1024 if match[2].lower() == "g" else 1)
+
+
+def parse_hours(_ctx: Any, _param: Any, value: str | None) -> float | None:
+    """Hours: 4, 1.5, 4h, 30m, 2d."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdMHD]?)\s*", value)
+    if not match or float(match[1]) <= 0:
+        raise click.BadParameter(f"{value!r} is not a duration such as 4 (hours), 30m, 4h or 2d")
+    return float(match[1]) * {"m": 1 / 60, "h": 1, "d": 24, "": 1}[match[2].lower()]
+
+
+def parse_option(_ctx: Any, _param: Any, values: tuple[str, ...]) -> dict[str, str]:
+    options = {}
+    for item in values:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE")
+        options[name.strip()] = value
+    return options
+
+
+@click.group(epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+def app() -> None:
+    """Platter's command line: self-service Big Data clusters on dedicated local disks.
+
+    Log in once with `platter login` (the portal's URL and a personal API token from its
+    Tokens page); PLATTER_URL and PLATTER_TOKEN override what it stored. A CLUSTER is its id,
+    or the name of one of your live clusters.
+
+    \b
+    platter launch demo 1.0 --size 2 --wait
+    platter events demo-1 -f
+    platter destroy demo-1 --yes
+    """
+
+
+# --- the portal and the catalog -----------------------------------------------------------
+
+
+@app.command()
+@click.option("--url", help="The portal, e.g. https://platter.example.org (default: ask).")
+@click.option("--token", help="A personal API token; '-' reads it from stdin (default: ask).")
+@with_json
+def login(url: str | None, token: str | None, as_json: bool) -> None:
+    """Check a portal URL and API token, and store them for the other commands.
+
+    They go to $XDG_CONFIG_HOME/platter/config.toml (~/.config/…), readable by you only
+    (mode 0600)."""
+    saved = config.load()
+    url = (
+        url
+        or os.environ.get("PLATTER_URL")
+        or click.prompt("Portal URL", default=saved.url or config.DEFAULT_URL)
+    )
+    url = config.normal_url(url)
+    if token == "-":  # noqa: S105 (stdin, not a password)
+        token = sys.stdin.readline()
+    token = (
+        token
+        or os.environ.get("PLATTER_TOKEN")
+        or click.prompt("API token (the portal's Tokens page makes one)", hide_input=True)
+    )
+    token = token.strip()
+    if not token:
+        raise CliError("no token given", ExitCode.USAGE)
+    quota = Api(config.Settings(url=url, token=token)).get("quota")
+    user = str(quota["user"]["scope"]).removeprefix("user ")
+    path = config.save(config.Settings(url=url, token=token, user=user))
+    if as_json:
+        emit({"url": url, "user": user, "config": str(path)})
+    else:
+        click.echo(f"Logged in to {url} as {user} (saved in {path}).")
+
+
+@app.command()
+@with_json
+def logout(as_json: bool) -> None:
+    """Forget the stored token (the portal's Tokens page revokes it for good)."""
+    saved = config.load()
+    path = config.save(config.Settings(url=saved.url))
+    if as_json:
+        emit({"url": saved.url, "config": str(path)})
+    else:
+        click.echo(f"Forgot the token for {saved.url or 'no portal'} ({path}).")
+
+
+@app.command()
+@click.argument("product", required=False)
+@click.argument("version", required=False)
+@with_json
+def products(product: str | None, version: str | None, as_json: bool) -> None:
+    """What you can launch; with PRODUCT VERSION its roles and options."""
+    client = connect()
+    if product and version:
+        body = version_of(client, product, version)
+        return emit(body) if as_json else render.out.print(render.version(body))
+    if product:
+        body = client.get(f"products/{product}")
+        rows = [body]
+    else:
+        rows = list(client.pages("products"))
+    if as_json:
+        return emit(body if product else rows)
+    render.out.print(render.products(rows))
+    return None
+
+
+def version_of(client: Api, product: str, version: str) -> dict:
+    try:
+        return client.get(f"products/{product}/{version}")
+    except CliError as error:
+        if error.exit_code == ExitCode.NOT_FOUND:
+            error.message = (
+                f"no launchable version {version!r} of product {product!r}: "
+                "`platter products` lists them"
+            )
+        raise
+
+
+@app.command()
+@with_json
+def quota(as_json: bool) -> None:
+    """Your limits and what your live clusters use (and your groups')."""
+    body = connect().get("quota")
+    return emit(body) if as_json else render.out.print(render.quota(body))
+
+
+# --- launching and following ----------------------------------------------------------------
+
+
+@app.command()
+@click.argument("product")
+@click.argument("version")
+@click.option("--size", type=int, help="Instances of the scalable role (workers, nodes).")
+@click.option("--disks", type=int, help="Whole dedicated disks per instance.")
+@click.option("--cores", type=int, help="Cores per instance.")
+@click.option("--memory", callback=parse_memory, help="Memory per instance: MB, or 2G.")
+@click.option("--disk-kind", type=click.Choice(["hdd", "ssd", "nvme"]), help="Kind of disks.")
+@click.option("--lease", callback=parse_hours, help="Lease: hours, or 30m, 4h, 2d.")
+@click.option("--name", help="The cluster's name (default: product-N).")
+@click.option(
+    "-o",
+    "--option",
+    "options",
+    multiple=True,
+    callback=parse_option,
+    metavar="NAME=VALUE",
+    help="Any other option of the version (repeatable).",
+)
+@click.option(
+    "--reuse-data-from",
+    type=int,
+    metavar="ID",
+    help="A destroyed cluster of yours whose kept disks to start from.",
+)
+@click.option("--wait", is_flag=True, help="Follow its events until it runs (or fails).")
+@click.option(
+    "--timeout",
+    type=click.IntRange(1),
+    default=1800,
+    show_default=True,
+    help="With --wait: give up after this many seconds (exit 6).",
+)
+@with_json
+def launch(
+    product: str,
+    version: str,
+    size: int | None,
+    disks: int | None,
+    cores: int | None,
+    memory: int | None,
+    disk_kind: str | None,
+    lease: float | None,
+    name: str | None,
+    options: dict[str, str],
+    reuse_data_from: int | None,
+    wait: bool,
+    timeout: int,
+    as_json: bool,
+) -> None:
+    """Launch PRODUCT VERSION (see `platter products`).
+
+    With --wait it shows the cluster's progress and events until it is running, then how to
+    connect; exit 0 when running, 1 when it failed."""
+    client = connect(dict(LAUNCH_FLAGS))
+    fields = version_of(client, product, version)["options"]["fields"]
+    body: dict[str, Any] = {}
+    for flag, value in (
+        ("--size", size),
+        ("--disks", disks),
+        ("--cores", cores),
+        ("--memory", memory),
+    ):
+        if value is not None:
+            option = sizing_option(fields, flag, product, version)
+            body[option] = value
+            client.flags[option] = flag
+    for option, value in options.items():
+        body[option] = typed(fields.get(option), value)
+        client.flags.setdefault(option, f"-o {option}")
+    launch_keys = {
+        "name": name,
+        "disk_kind": disk_kind,
+        "lease": lease,
+        "reuse_data_from": reuse_data_from,
+    }
+    body.update({key: value for key, value in launch_keys.items() if value is not None})
+    cluster = client.post(f"products/{product}/{version}", body)
+    if not wait:
+        if as_json:
+            return emit(cluster)
+        click.echo(
+            f"Cluster {cluster['id']} ({cluster['name']}) is {cluster['state']}: follow "
+            f"it with `platter events {cluster['id']} -f`."
+        )
+        return None
+    try:
+        final = follow_launch(client, cluster, timeout, quiet=as_json)
+    except KeyboardInterrupt:
+        raise CliError(
+            f"stopped waiting; cluster {cluster['id']} goes on launching "
+            f"(`platter events {cluster['id']} -f`)",
+            ExitCode.INTERRUPTED,
+        ) from None
+    finish(final, "running", client.url, as_json)
+    return None
+
+
+def sizing_option(fields: dict, flag: str, product: str, version: str) -> str:
+    """The version's option behind --size/--disks/--cores/--memory: the one that sets that
+    role property, the CESGA name first."""
+    sets, cesga = SIZING[flag]
+    if fields.get(cesga, {}).get("sets") == sets:
+        return cesga
+    for option, field in fields.items():
+        if field.get("sets") == sets:
+            return option
+    raise CliError(
+        f"{product} {version} has no option for {flag} (its options: "
+        f"{', '.join(fields) or 'none'})",
+        ExitCode.USAGE,
+    )
+
+
+def typed(field: dict | None, value: str) -> Any:
+    """An -o value as the option's type says (the API checks it; unknown names go as text)."""
+    kind = (field or {}).get("type")
+    if kind == "bool":
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    if kind == "int" or (kind == "choice" and re.fullmatch(r"-?\d+", value.strip())):
+        try:
+            return int(value)
+        except ValueError:
+            return value  # the API names the problem
+    return value
+
+
+def follow_launch(client: Api, cluster: dict, timeout: float, quiet: bool) -> dict:
+    """Poll the cluster's state and events until it runs or ends, with a progress display."""
+    done = {"running", "failed", "degraded", "destroying", "destroyed", "stopped"}
+    if quiet:
+        return wait_for(client, cluster["id"], done, "0", lambda e: None, lambda c: None, timeout)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=20),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=render.out, transient=True) as progress:
+        task = progress.add_task(
+            f"cluster {cluster['id']}: {cluster['state']}", total=len(LAUNCH_PHASES) - 1
+        )
+
+        def show_state(c: dict) -> None:
+            step = LAUNCH_PHASES.index(c["state"]) if c["state"] in LAUNCH_PHASES else 0
+            about = c["queue"]["reason"] if c.get("queue") else c.get("reason") or ""
+            waiting = (
+                f" ({c['queue']['position']} of {c['queue']['length']} in the queue)"
+                if (c.get("queue"))
+                else ""
+            )
+            text = f"cluster {c['id']} {c['name']}: {c['state']}{waiting}"
+            progress.update(
+                task, completed=step, description=escape(f"{text} — {about}" if about else text)
+            )
+
+        def show_event(event: dict) -> None:
+            progress.console.print(render.event_line(event))
+
+        return wait_for(client, cluster["id"], done, "0", show_event, show_state, timeout)
+
+
+def wait_for(
+    client: Api,
+    cluster_id: int,
+    done: set[str],
+    since: str,
+    show_event: Callable[[dict], None],
+    show_state: Callable[[dict], None],
+    timeout: float,
+) -> dict:
+    """The cluster once its state is in `done`, its events after `since` shown on the way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cluster = client.get(f"clusters/{cluster_id}")
+        since = show_events(client, cluster_id, since, show_event)  # all up to that state
+        show_state(cluster)
+        if cluster["state"] in done:
+            return cluster
+        if time.monotonic() > deadline:
+            raise CliError(
+                f"cluster {cluster_id} is still {cluster['state']} after {timeout:g} "
+                f"s; it goes on (`platter events {cluster_id} -f`)",
+                ExitCode.TIMEOUT,
+                {"error": "timeout", "message": f"still {cluster['state']}", "cluster": cluster},
+            )
+        time.sleep(POLL_SECONDS)
+
+
+def show_events(client: Api, cluster_id: int, since: str, show: Callable[[dict], None]) -> str:
+    """Every event after the cursor, shown; the cursor after them."""
+    while True:
+        page = client.get(f"clusters/{cluster_id}/events", since=since, limit=1000)
+        for event in page["events"]:
+            show(event)
+        if page["next"] == since or not page["events"]:
+            return page["next"]
+        since = page["next"]
+
+
+def finish(cluster: dict, wanted: str, portal: str, as_json: bool) -> None:
+    """The end of a --wait: the cluster (and how to connect when it runs); exit 1 when it
+    ended anywhere but `wanted`."""
+    reached = cluster["state"] == wanted
+    if as_json:
+        emit(cluster)
+    elif reached:
+        seconds = (cluster.get("provisioning") or {}).get("seconds")
+        took = f" after {seconds:.1f} s" if seconds and wanted == "running" else ""
+        render.out.print(
+            Text.assemble(
+                f"Cluster {cluster['id']} ({cluster['name']}) is ",
+                render.state(cluster["state"]),
+                took,
+            )
+        )
+        if wanted == "running":
+            render.out.print(render.connection(cluster, portal))
+    if not reached:
+        why = f": {cluster['reason']}" if cluster.get("reason") else ""
+        error = CliError(
+            f"cluster {cluster['id']} is {cluster['state']}, not {wanted}{why}", ExitCode.REFUSED
+        )
+        if as_json:  # the cluster is on stdout already; the message goes to stderr
+            click.echo(f"platter: {error.message}", err=True)
+            raise SystemExit(error.exit_code)
+        raise error
+
+
+# --- your clusters -------------------------------------------------------------------------
+
+
+def cluster_id(client: Api, ref: str) -> int:
+    """A cluster's id, from its id or the name of one of your live clusters."""
+    if ref.isdigit():
+        return int(ref)
+    user = config.current().user
+    rows = [
+        c
+        for c in client.pages("clusters", **({"user": user} if user else {}))
+        if c["name"] == ref and c["state"] != "destroyed"
+    ]
+    if not rows:
+        raise CliError(f"you have no live cluster named {ref!r} (`platter ls`)", ExitCode.NOT_FOUND)
+    if len(rows) > 1:
+        ids = ", ".join(str(c["id"]) for c in rows)
+        raise CliError(
+            f"{len(rows)} clusters are named {ref!r} (ids {ids}): give the id", ExitCode.USAGE
+        )
+    return int(rows[0]["id"])
+
+
+@app.command(name="ls")
+@click.option("-a", "--all", "everything", is_flag=True, help="Destroyed clusters too.")
+@click.option("--state", "states", multiple=True, help="Only clusters in this state (repeatable).")
+@with_json
+def list_clusters(everything: bool, states: tuple[str, ...], as_json: bool) -> None:
+    """Your clusters (live ones unless --all or --state)."""
+    client = connect()
+    rows = list(client.pages("clusters", **({"state": list(states)} if states else {})))
+    if not (everything or states):
+        rows = [c for c in rows if c["state"] != "destroyed"]
+    if as_json:
+        return emit(rows)
+    if not rows:
+        click.echo("No clusters." + ("" if everything else " (`platter ls --all` for old ones)"))
+        return None
+    render.out.print(render.clusters(rows))
+    return None
+
+
+@app.command()
+@click.argument("cluster")
+@with_json
+def show(cluster: str, as_json: bool) -> None:
+    """A cluster: state, instances and their disks, how to connect, last events."""
+    client = connect()
+    body = client.get(f"clusters/{cluster_id(client, cluster)}")
+    return emit(body) if as_json else render.out.print(render.cluster(body, client.url))
+
+
+@app.command()
+@click.argument("cluster")
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Keep printing new events until the cluster is destroyed or failed.",
+)
+@click.option(
+    "--since",
+    default="0",
+    metavar="CURSOR",
+    help="Only events after this cursor (a --json answer's `next`).",
+)
+@with_json
+def events(cluster: str, follow: bool, since: str, as_json: bool) -> None:
+    """A cluster's events, oldest first.
+
+    With --json: {"events": [...], "next": CURSOR}; with -f one JSON object per line."""
+    client = connect({"since": "--since"})
+    cid = cluster_id(client, cluster)
+    if not follow:
+        found: list[dict] = []
+        cursor = show_events(client, cid, since, found.append)
+        if as_json:
+            return emit({"events": found, "next": cursor})
+        for event in found:
+            render.out.print(render.event_line(event))
+        return None
+    show_one = emit_line if as_json else (lambda e: render.out.print(render.event_line(e)))
+    while True:
+        state = client.get(f"clusters/{cid}")["state"]
+        since = show_events(client, cid, since, show_one)
+        if state in ("destroyed", "failed"):
+            return None
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+@app.command()
+@click.argument("cluster")
+@click.option(
+    "-i", "--instance", help="An instance's hostname, e.g. worker-0 (default: the first)."
+)
+@click.option(
+    "-n",
+    "--tail",
+    type=click.IntRange(1, 10000),
+    default=100,
+    show_default=True,
+    help="How many of the last lines.",
+)
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Keep printing new lines until the container stops or the cluster ends.",
+)
+@click.option("-t", "--timestamps", is_flag=True, help="Start each line with its timestamp.")
+@with_json
+def logs(
+    cluster: str, instance: str | None, tail: int, follow: bool, timestamps: bool, as_json: bool
+) -> None:
+    """An instance's container log (stdout and stderr as written).
+
+    With --json: {"lines": [{"at", "line"}], "next": CURSOR}; with -f one JSON object per
+    line."""
+    client = connect({"instance": "--instance", "tail": "--tail"})
+    cid = cluster_id(client, cluster)
+    path = f"clusters/{cid}/logs"
+    query: dict[str, Any] = {"tail": tail, "timestamps": "true"}
+    if instance:
+        query["instance"] = instance
+
+    def parsed(raw: str) -> dict:
+        at, _, line = raw.partition(" ")
+        return {"at": at, "line": line}
+
+    if not follow:
+        with client.stream_lines(path, query, 60) as lines:
+            rows = [parsed(raw) for raw in lines if raw]
+        if as_json:
+            return emit({"lines": rows, "next": rows[-1]["at"] if rows else None})
+        for row in rows:
+            click.echo(f"{row['at']} {row['line']}" if timestamps else row["line"])
+        return None
+    cursor: str | None = None
+    while True:
+        asked = {**query, "follow": "true", "seconds": LOG_FOLLOW_SECONDS}
+        if cursor:
+            asked.update(since=cursor, tail=10000)  # everything after the last line shown
+        started = time.monotonic()
+        try:
+            with client.stream_lines(path, asked, LOG_FOLLOW_SECONDS) as lines:
+                for raw in lines:
+                    if not raw:
+                        continue
+                    row = parsed(raw)
+                    cursor = row["at"]
+                    if as_json:
+                        emit_line(row)
+                    else:
+                        click.echo(f"{row['at']} {row['line']}" if timestamps else row["line"])
+                        sys.stdout.flush()
+        except CliError as error:
+            if cursor is not None and (error.body or {}).get("error") == "no_container":
+                return None  # the container went away after we followed it
+            raise
+        if client.get(f"clusters/{cid}")["state"] not in LOGGING_STATES:
+            return None
+        if time.monotonic() - started < FOLLOW_POLL_SECONDS:  # a stopped container ends at once
+            time.sleep(FOLLOW_POLL_SECONDS)
+
+
+@app.command(context_settings={"ignore_unknown_options": True})
+@click.argument("cluster")
+@click.option(
+    "-i",
+    "--identity",
+    type=click.Path(dir_okay=False),
+    help="Your private key (ssh's -i), if ssh does not find it itself.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@with_json
+def ssh(cluster: str, identity: str | None, command: tuple[str, ...], as_json: bool) -> None:
+    """Log in to the cluster's ssh instance with the portal's ssh command (or run COMMAND
+    there). Your keys are those of the portal's SSH keys page.
+
+    Host keys are remembered per cluster (trust on first use) in the config folder, so a new
+    cluster on an old address does not trip ssh's warning. With --json it prints the command
+    instead of running it."""
+    client = connect()
+    body = client.get(f"clusters/{cluster_id(client, cluster)}")
+    login = (body.get("connection") or {}).get("ssh")
+    if not login:
+        raise CliError(
+            f"cluster {body['id']} ({body['product']} {body['version']}, "
+            f"{body['state']}) has no ssh login: its product runs no sshd, or it is "
+            "not placed yet",
+            ExitCode.REFUSED,
+        )
+    program = shutil.which("ssh")
+    known = config.config_dir() / "known_hosts" / f"cluster-{body['id']}"
+    argv = [
+        program or "ssh",
+        "-o",
+        f"UserKnownHostsFile={known}",
+        "-o",
+        "StrictHostKeyChecking=accept-new",
+        "-p",
+        str(login["port"]),
+    ]
+    if identity:
+        argv += ["-i", identity]
+    argv += [f"{login['user']}@{login['address']}", *command]
+    if as_json:
+        return emit({"ssh": login, "argv": argv})
+    if program is None:
+        raise CliError("no ssh on PATH: install an OpenSSH client", ExitCode.REFUSED)
+    known.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    sys.stdout.flush()
+    os.execv(program, argv)  # noqa: S606 (the user's own ssh, with the portal's login)
+    return None
+
+
+def lifecycle(
+    wanted: str,
+    cluster: str,
+    wait: bool,
+    timeout: int,
+    as_json: bool,
+    call: Callable[[Api, int], dict],
+) -> None:
+    """stop, start and destroy: the request, then with --wait its end."""
+    client = connect()
+    cid = cluster_id(client, cluster)
+    since = show_events(client, cid, "0", lambda e: None) if wait else "0"
+    body = call(client, cid)
+    if not wait:
+        if as_json:
+            return emit(body)
+        click.echo(f"Cluster {cid} ({body['name']}) is {body['state']}.")
+        return None
+    show = (lambda e: None) if as_json else (lambda e: render.out.print(render.event_line(e)))
+    done = {wanted, "failed", "destroyed"}
+    final = wait_for(client, cid, done, since, show, lambda c: None, timeout)
+    finish(final, wanted, client.url, as_json)
+    return None
+
+
+WAIT = click.option("--wait", is_flag=True, help="Return once it got there (exit 1 if not).")
+TIMEOUT = click.option(
+    "--timeout",
+    type=click.IntRange(1),
+    default=600,
+    show_default=True,
+    help="With --wait: give up after this many seconds (exit 6).",
+)
+
+
+@app.command()
+@click.argument("cluster")
+@WAIT
+@TIMEOUT
+@with_json
+def stop(cluster: str, wait: bool, timeout: int, as_json: bool) -> None:
+    """Stop the containers; disks, addresses and the lease stay."""
+    lifecycle(
+        "stopped",
+        cluster,
+        wait,
+        timeout,
+        as_json,
+        lambda client, cid: client.post(f"clusters/{cid}/stop"),
+    )
+
+
+@app.command()
+@click.argument("cluster")
+@WAIT
+@TIMEOUT
+@with_json
+def start(cluster: str, wait: bool, timeout: int, as_json: bool) -> None:
+    """Start a stopped cluster again."""
+    lifecycle(
+        "running",
+        cluster,
+        wait,
+        timeout,
+        as_json,
+        lambda client, cid: client.post(f"clusters/{cid}/start"),
+    )
+
+
+@app.command()
+@click.argument("cluster")
+@click.argument("hours", callback=parse_hours, metavar="DURATION")
+@with_json
+def extend(cluster: str, hours: float, as_json: bool) -> None:
+    """Push the lease's end DURATION further (hours, or 30m, 4h, 2d)."""
+    client = connect({"hours": "DURATION"})
+    cid = cluster_id(client, cluster)
+    body = client.post(f"clusters/{cid}/extend", {"hours": hours})
+    if as_json:
+        emit({"id": cid, **body})
+    else:
+        click.echo(f"Cluster {cid}'s lease now ends {render.when(body['expires_at'])}.")
+
+
+@app.command()
+@click.argument("cluster")
+@click.option(
+    "--keep-data",
+    is_flag=True,
+    help="Keep the disks' data for a later launch --reuse-data-from (default: wipe).",
+)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@WAIT
+@TIMEOUT
+@with_json
+def destroy(
+    cluster: str, keep_data: bool, yes: bool, wait: bool, timeout: int, as_json: bool
+) -> None:
+    """Destroy the cluster: containers, addresses and disks go back to the pool, its data
+    wiped unless --keep-data."""
+    if not yes:
+        what = "keeping its data" if keep_data else "WIPING its disks"
+        if not sys.stdin.isatty():
+            raise CliError(
+                f"destroying cluster {cluster} ({what}) needs --yes when there is "
+                "no terminal to ask",
+                ExitCode.USAGE,
+            )
+        click.confirm(f"Destroy cluster {cluster}, {what}?", abort=True)
+    lifecycle(
+        "destroyed",
+        cluster,
+        wait,
+        timeout,
+        as_json,
+        lambda client, cid: client.delete(f"clusters/{cid}", keep_data=str(keep_data).lower()),
+    )

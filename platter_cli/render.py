@@ -1,0 +1,240 @@
+"""How the commands show API answers to people (tables, panels); --json bypasses all of it."""
+
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+LEVEL_STYLES = {"error": "bold red", "warning": "yellow", "info": ""}
+STATE_STYLES = {
+    "running": "green",
+    "failed": "bold red",
+    "degraded": "yellow",
+    "destroyed": "dim",
+    "queued": "cyan",
+    "stopped": "blue",
+}
+
+out = Console(highlight=False, soft_wrap=False)
+
+
+def when(stamp: str | None) -> str:
+    """An API timestamp in the local time zone, to the second."""
+    if not stamp:
+        return "-"
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return stamp
+
+
+def state(name: str) -> Text:
+    return Text(name, style=STATE_STYLES.get(name, ""))
+
+
+def event_line(event: dict) -> Text:
+    line = Text(f"{when(event.get('at'))}  ", style="dim")
+    level = event.get("level", "info")
+    line.append(f"{level:<7} ", style=LEVEL_STYLES.get(level, ""))
+    line.append(str(event.get("message", "")))
+    return line
+
+
+def products(rows: list[dict]) -> Table:
+    table = Table("product", "versions", "title", box=None, pad_edge=False)
+    for product in rows:
+        table.add_row(product["name"], ", ".join(product["versions"]), product["title"])
+    return table
+
+
+def version(body: dict) -> Group:
+    head = Text.assemble((f"{body['product']} {body['version']}", "bold"), f"  {body['title']}")
+    roles = Table(
+        "role",
+        "instances",
+        "cores",
+        "memory MB",
+        "disks",
+        box=None,
+        pad_edge=False,
+        title="Roles",
+        title_justify="left",
+    )
+    for role in body.get("roles", []):
+        roles.add_row(
+            role["name"],
+            _span(role.get("min"), role.get("max"), role.get("default")),
+            _resource(role.get("cores")),
+            _resource(role.get("memory_mb")),
+            _resource(role.get("disks")),
+        )
+    options = Table(
+        "option",
+        "default",
+        "allowed",
+        "what",
+        box=None,
+        pad_edge=False,
+        title="Options (launch … -o NAME=VALUE)",
+        title_justify="left",
+    )
+    for name, field in body.get("options", {}).get("fields", {}).items():
+        allowed = field.get("choices") or _span(field.get("min"), field.get("max"))
+        options.add_row(
+            name,
+            str(field.get("default", "")),
+            str(allowed or field.get("type")),
+            field.get("description", ""),
+        )
+    return Group(
+        head, Text(body.get("description", ""), style="dim"), Text(""), roles, Text(""), options
+    )
+
+
+def clusters(rows: list[dict]) -> Table:
+    table = Table(
+        "id",
+        "name",
+        "product",
+        "state",
+        "created",
+        "lease ends",
+        "reason",
+        box=None,
+        pad_edge=False,
+    )
+    for c in rows:
+        table.add_row(
+            str(c["id"]),
+            c["name"],
+            f"{c['product']} {c['version']}",
+            state(c["state"]),
+            when(c["created"]),
+            when(c.get("expires_at")),
+            c.get("reason") or "",
+        )
+    return table
+
+
+def cluster(c: dict, portal: str) -> Group:
+    """`platter show`: the cluster, its instances, how to reach it and its last events."""
+    parts: list[Any] = [
+        Text.assemble(
+            (f"{c['name']}", "bold"),
+            f"  (cluster {c['id']}, {c['product']} {c['version']}, owner {c['owner']})",
+        ),
+        Text.assemble(
+            "state: ", state(c["state"]), f"  — {c['reason']}" if c.get("reason") else ""
+        ),
+        Text(f"created {when(c['created'])}, lease ends {when(c.get('expires_at'))}"),
+    ]
+    if c.get("queue"):
+        q = c["queue"]
+        parts.append(
+            Text(
+                f"queued: {q['position']} of {q['length']} ({q['order']}): {q['reason']}",
+                style="cyan",
+            )
+        )
+    if c.get("provisioning"):
+        p = c["provisioning"]
+        phases = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in p["phases"].items())
+        done = "to running" if p["running"] else "so far"
+        parts.append(Text(f"provisioning: {p['seconds']:.1f} s {done} ({phases})"))
+    instances = Table(
+        "instance",
+        "node",
+        "address",
+        "container",
+        "cores",
+        "memory MB",
+        "disks",
+        box=None,
+        pad_edge=False,
+        title="Instances",
+        title_justify="left",
+    )
+    for i in c.get("instances", []):
+        disks = ", ".join(f"{d['node']}:{d['device']} ({d['kind']})" for d in i["disks"])
+        instances.add_row(
+            i["hostname"] or f"{i['role']}-{i['index']}",
+            i["node"] or "-",
+            i["address"] or "-",
+            i["container_state"],
+            str(i["cores"]),
+            str(i["memory_mb"]),
+            disks or f"{i['disk_kind']} (none held)",
+        )
+    parts += [Text(""), instances, Text(""), connection(c, portal)]
+    events = c.get("events", [])[-5:]
+    if events:
+        parts += [Text(""), Text("Last events (platter events for all):", style="bold")]
+        parts += [event_line(e) for e in events]
+    return Group(*parts)
+
+
+def connection(c: dict, portal: str) -> Group:
+    """Endpoints, connection strings, web UIs (through the portal), credentials and the ssh
+    command."""
+    details = c.get("connection") or {}
+    lines: list[Any] = [Text("Connect", style="bold")]
+    for e in c.get("endpoints", []):
+        where = e.get("url") or f"{e['address']}:{e['port']}"
+        lines.append(Text(f"  {e['name']} ({e['hostname']}): {where}"))
+    for s in details.get("strings", []):
+        lines.append(
+            Text(f"  {s['name']}{' ' + s['hostname'] if s['hostname'] else ''}: {s['value']}")
+        )
+    for ui in details.get("web_uis", []):
+        url = ui.get("url", "")
+        url = f"{portal}{url}" if url.startswith("/") else url
+        lines.append(Text(f"  web UI {ui.get('name', '')} ({ui.get('hostname', '')}): {url}"))
+    credentials = details.get("credentials")
+    if credentials:
+        lines.append(
+            Text(
+                f"  credentials: user {credentials['username']}, password {credentials['password']}"
+            )
+        )
+    ssh = details.get("ssh")
+    if ssh:
+        lines.append(Text(f"  ssh: platter ssh {c['id']}   (or: {ssh['command']})"))
+    if len(lines) == 1:
+        lines.append(
+            Text(
+                "  nothing to connect to yet"
+                if c["state"] not in ("destroyed", "failed")
+                else "  nothing: the cluster is gone",
+                style="dim",
+            )
+        )
+    return Group(*lines)
+
+
+def quota(body: dict) -> Table:
+    scopes = [body["user"], *body.get("groups", [])]
+    table = Table(
+        "limit", *(s["scope"] + " (used / max)" for s in scopes), box=None, pad_edge=False
+    )
+    for name in scopes[0]["limits"]:
+        cells = []
+        for s in scopes:
+            limit = s["limits"].get(name)
+            cells.append(f"{s['used'].get(name, 0)} / {'unlimited' if limit is None else limit}")
+        table.add_row(name.removeprefix("max_").replace("_", " "), *cells)
+    return table
+
+
+def _span(low: Any, high: Any, default: Any = None) -> str:
+    text = f"{low}" if low == high else f"{low}-{high}"
+    if low is None and high is None:
+        text = ""
+    return f"{text} (default {default})" if default is not None else text
+
+
+def _resource(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return str(spec if spec is not None else "")
+    return _span(spec.get("min", ""), spec.get("max"), spec.get("default"))
