@@ -7,6 +7,7 @@ Group mappings are "DIRECTORY GROUP => platter group" entries separated by ";" o
 (LDAP group DNs hold commas); lists of groups are separated the same way.
 """
 
+from pathlib import Path
 from typing import Any
 
 from portal.env import EnvError, envbool, envint, envstr
@@ -66,6 +67,22 @@ def _user_attrs() -> dict[str, str]:
     return attrs
 
 
+def _tls_options(ldap: Any) -> dict[int, Any]:
+    """The directory's certificate is always checked (ldaps:// or StartTLS): against
+    PLATTER_LDAP_CA_FILE (a site's own CA, PEM) when set, else against the system's CAs, as
+    libldap does by default (/etc/ldap/ldap.conf)."""
+    ca_file = envstr("PLATTER_LDAP_CA_FILE", "")
+    if not ca_file:
+        return {}
+    if not Path(ca_file).is_file():
+        raise EnvError(f"PLATTER_LDAP_CA_FILE={ca_file!r} is not a file")
+    return {
+        ldap.OPT_X_TLS_REQUIRE_CERT: ldap.OPT_X_TLS_DEMAND,
+        ldap.OPT_X_TLS_CACERTFILE: ca_file,
+        ldap.OPT_X_TLS_NEWCTX: 0,  # last: makes the TLS context with the options above
+    }
+
+
 def ldap_settings() -> dict[str, Any]:
     """django-auth-ldap's settings, or {} when PLATTER_LDAP_SERVER_URI is not set."""
     uri = envstr("PLATTER_LDAP_SERVER_URI", "")
@@ -96,6 +113,7 @@ def ldap_settings() -> dict[str, Any]:
             ldap.OPT_NETWORK_TIMEOUT: timeout,
             ldap.OPT_TIMEOUT: timeout,
             ldap.OPT_REFERRALS: 0,  # Active Directory's referrals would need another bind
+            **_tls_options(ldap),
         },
         "AUTH_LDAP_USER_ATTR_MAP": _user_attrs(),
         "AUTH_LDAP_ALWAYS_UPDATE_USER": True,

@@ -1,11 +1,19 @@
-"""A private OpenLDAP server (Debian's slapd) for the tests: its own configuration, database
-and port under a temporary folder, filled with ldapadd, stopped and gone afterwards."""
+"""A private OpenLDAP server (Debian's slapd) for the tests: its own configuration, database,
+port and TLS certificate (StartTLS) under a temporary folder, filled with ldapadd, stopped and
+gone afterwards."""
 
+import datetime
+import ipaddress
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 SUFFIX = "dc=example,dc=org"
 ROOT_DN = f"cn=admin,{SUFFIX}"
@@ -27,6 +35,9 @@ suffix "{suffix}"
 rootdn "{root_dn}"
 rootpw {root_password}
 directory {root}/data
+TLSCACertificateFile {root}/ca.pem
+TLSCertificateFile {root}/server.pem
+TLSCertificateKeyFile {root}/server.key
 access to attrs=userPassword by anonymous auth by * none
 access to * by users read by * none
 """
@@ -34,6 +45,43 @@ access to * by users read by * none
 
 class SlapdError(RuntimeError):
     pass
+
+
+def _write_certificates(root: Path) -> None:
+    """A CA of the test's own and a certificate it signed for 127.0.0.1, for StartTLS."""
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key, issuer: str, issuer_key, ca: bool):
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    ca = certificate("Platter test directory CA", ca_key, "Platter test directory CA", ca_key, True)
+    server = certificate("127.0.0.1", server_key, "Platter test directory CA", ca_key, False)
+    (root / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (root / "server.pem").write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    key_file = root / "server.key"
+    key_file.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key_file.chmod(0o600)
 
 
 def _free_port() -> int:
@@ -56,10 +104,12 @@ class Slapd:
         self.root = root
         self.port = _free_port()
         self.uri = f"ldap://127.0.0.1:{self.port}/"
+        self.ca_file = root / "ca.pem"  # the CA of the server's certificate (StartTLS)
         self.process: subprocess.Popen | None = None
 
     def start(self, ready_within: float = 30) -> None:
         (self.root / "data").mkdir(parents=True)
+        _write_certificates(self.root)
         includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in SCHEMAS)
         config = self.root / "slapd.conf"
         config.write_text(

@@ -2,14 +2,13 @@
 page: a directory user gets a Platter user at the first sign-in, their directory groups become
 quota groups at every sign-in, and wrong passwords are refused and counted by the lock-out."""
 
-import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from apps.accounts.models import Quota
 
-from .conftest import GROUPS, PEOPLE
+from .conftest import GROUPS, PEOPLE, configure, ldap_env
 
 LOGIN = "/accounts/login/"
 
@@ -152,12 +151,9 @@ def test_the_directory_never_takes_over_a_local_account_of_the_same_name(client,
     assert sign_in(client, "alice", "alice-pass-123").status_code == 302
 
 
-@pytest.mark.django_db
 def test_an_unreachable_directory_refuses_the_sign_in_without_an_error_page(
-    client, settings, monkeypatch, slapd
+    client, db, settings, monkeypatch, slapd
 ):
-    from .conftest import configure, ldap_env
-
     configure(
         settings,
         monkeypatch,
@@ -167,5 +163,29 @@ def test_an_unreachable_directory_refuses_the_sign_in_without_an_error_page(
             "PLATTER_LDAP_TIMEOUT": "2",
         },
     )
+    assert sign_in(client, "dora", "dora-dir-pass").status_code == 200
+    assert signed_in_as(client) is None
+
+
+def test_start_tls_signs_in_when_the_directory_certificate_is_trusted(
+    client, db, settings, monkeypatch, slapd
+):
+    env = {
+        **ldap_env(slapd),
+        "PLATTER_LDAP_START_TLS": "1",
+        "PLATTER_LDAP_CA_FILE": str(slapd.ca_file),
+    }
+    configure(settings, monkeypatch, env)
+
+    assert sign_in(client, "dora", "dora-dir-pass").status_code == 302
+    assert signed_in_as(client) == "dora"
+
+
+def test_start_tls_refuses_a_directory_certificate_it_cannot_check(
+    client, db, settings, monkeypatch, slapd
+):
+    # No CA file: the system's CAs do not know the test directory's CA.
+    configure(settings, monkeypatch, {**ldap_env(slapd), "PLATTER_LDAP_START_TLS": "1"})
+
     assert sign_in(client, "dora", "dora-dir-pass").status_code == 200
     assert signed_in_as(client) is None
