@@ -10,9 +10,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PLATTER_STATE_DIR=/var/lib/platter \
     STATIC_ROOT=/var/lib/platter-static
 
-# docker's ssh:// transport runs the system ssh client.
+# docker's ssh:// transport runs the system ssh client; python-ldap (LDAP sign-in) links
+# libldap and libsasl2.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openssh-client \
+    && apt-get install -y --no-install-recommends openssh-client libldap-2.5-0 libsasl2-2 \
     && rm -rf /var/lib/apt/lists/*
 
 # A user of its own; its home holds the state: the portal CA (pki/) and ~/.ssh for ssh:// nodes.
@@ -23,9 +24,14 @@ RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/platter --crea
 WORKDIR /app
 # Dependencies first, so a code change does not reinstall them.
 COPY pyproject.toml ./
+# python-ldap has no wheel: it builds here, and the compiler and headers go again.
 RUN mkdir portal apps workers \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev libldap2-dev libsasl2-dev \
     && pip install --no-compile . \
-    && pip uninstall -y platter
+    && pip uninstall -y platter \
+    && apt-get purge -y --auto-remove gcc libc6-dev libldap2-dev libsasl2-dev \
+    && rm -rf /var/lib/apt/lists/*
 COPY manage.py ./
 COPY portal portal
 COPY apps apps
