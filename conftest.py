@@ -135,10 +135,10 @@ def lab_cleanup(lab_inventory):
     from django.conf import settings
 
     from apps.inventory.models import Disk
-    from workers import drivers
+    from apps.nodes import engine
 
     for node in lab_inventory:
-        client = drivers.client_for(node)
+        client = engine.cached(node)
         for container in client.containers.list(
             all=True, filters={"label": f"platter.site={settings.PLATTER_SITE}"}
         ):

@@ -32,10 +32,10 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from apps.inventory.benchmarks import parse_fio  # noqa: E402
 from apps.lab import host  # noqa: E402
 from apps.lab.daemons import local_client  # noqa: E402
 from apps.lab.nodes import disk_kind, lab_nodes  # noqa: E402
-from workers.benchmarks import parse_fio  # noqa: E402
 
 SITE = "bench-coupling"
 VOLUMES = 4

@@ -158,12 +158,12 @@ def remove_site_leftovers() -> tuple[int, list[str]]:
     """Containers and data folders with the bench's site label on every node (an earlier run
     that crashed, or this run's kept data): (containers removed, nodes that did not answer)."""
     from apps.inventory.models import Disk, Node
-    from workers import drivers
+    from apps.nodes import engine
 
     removed, silent = 0, []
     for node in Node.objects.all():
         try:
-            found = drivers.client_for(node).containers.list(
+            found = engine.cached(node).containers.list(
                 all=True, filters={"label": f"platter.site={SITE}"}
             )
             for container in found:

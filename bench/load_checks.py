@@ -196,7 +196,7 @@ def containers_left(site: str) -> list[str]:
     """Containers on the nodes with our site label must belong to active instances there."""
     from apps.clusters.models import Instance
     from apps.inventory.models import Node
-    from workers import drivers
+    from apps.nodes import engine
 
     problems = []
     for node in Node.objects.all():
@@ -205,7 +205,7 @@ def containers_left(site: str) -> list[str]:
             for i in Instance.objects.filter(node=node, active=True).values_list("id", flat=True)
         }
         try:
-            found = drivers.client_for(node).containers.list(
+            found = engine.cached(node).containers.list(
                 all=True, filters={"label": f"platter.site={site}"}
             )
         except Exception as error:  # noqa: BLE001 (a silent node is a failed check, not a crash)

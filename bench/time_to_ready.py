@@ -115,8 +115,8 @@ def wait_for(cluster_id: int, state: str, seconds: float = 120) -> float:
 
 def platter_run(user, version, size: int, name: str):
     """Seconds from the launch request to running, and the cluster's container plans."""
+    from apps.clusters import plans as containers
     from apps.clusters import services
-    from workers import containers
 
     started = time.perf_counter()
     cluster = services.launch(user, version, name, {"size": size})
@@ -131,12 +131,12 @@ def platter_run(user, version, size: int, name: str):
 def raw_plans(plans, round_no: int) -> list:
     """Platter's container plans with names, addresses (past every portal's slice, see
     apps/lab/image.py), data folders and /etc/hosts entries of their own, in plan order."""
-    from workers import containers
+    from apps.nodes.specs import ContainerSpec
 
     base = settings.LAB_SUBNET.rsplit(".", 1)[0]
     copies = []
     for n, plan in enumerate(plans):
-        copy = containers.ContainerPlan(**{**plan.__dict__})
+        copy = ContainerSpec(**{**plan.__dict__})
         copy.name = f"{SITE}-raw-{round_no}-{n}"
         copy.address = f"{base}.{240 + n}"
         copy.binds = [b.replace("/cluster-", f"/raw-{round_no}-") for b in plan.binds]
@@ -149,16 +149,16 @@ def raw_plans(plans, round_no: int) -> list:
 
 def start_plan(plan) -> None:
     """Create and start one planned container straight through the SDK."""
-    from workers import containers, drivers
+    from apps.nodes import NodeClient, engine
 
-    api = drivers.client_for(plan.node).api
-    api.start(api.create_container(**containers.create_arguments(api, plan))["Id"])
+    api = engine.cached(plan.node).api
+    api.start(api.create_container(**NodeClient._create_arguments(api, plan))["Id"])
 
 
 def raw_run(plans, round_no: int) -> float:
     """The same containers, created and started in parallel straight through the SDK (names,
     addresses and data folders of their own; clients already connected)."""
-    from workers import drivers
+    from apps.nodes import engine
 
     raw = raw_plans(plans, round_no)
     started = time.perf_counter()
@@ -166,7 +166,7 @@ def raw_run(plans, round_no: int) -> float:
         list(pool.map(start_plan, raw))
     seconds = time.perf_counter() - started
     for plan in raw:
-        drivers.client_for(plan.node).api.remove_container(plan.name, force=True)
+        engine.cached(plan.node).api.remove_container(plan.name, force=True)
     return seconds
 
 

@@ -26,17 +26,17 @@ JOB_TIMEOUT = 600
 
 
 def exec_ok(node, container: str, argv: list[str], timeout: float) -> None:
-    from workers import drivers
+    from apps import nodes
 
-    code, output = drivers.run_in_container(node, container, argv, timeout)
+    code, output = nodes.client(node).exec(container, argv, timeout)
     if code != 0:
         raise SystemExit(f"{argv[0]} failed in {container}:\n{output[-1500:]}")
 
 
 def platter_run(user, version, name: str) -> dict:
     """Seconds to running and to the first job's end, plus what the raw path replays."""
+    from apps.clusters import plans as containers
     from apps.clusters import services
-    from workers import containers
 
     started = time.perf_counter()
     cluster = services.launch(user, version, name, {})
@@ -59,8 +59,7 @@ def platter_run(user, version, name: str) -> dict:
 
 def raw_run(plans, steps, product: str, round_no: int) -> dict:
     """The same containers with plain docker calls, then the same health steps and job."""
-    from workers import drivers
-    from workers.lifecycle import parallel
+    from apps.nodes import engine, parallel
 
     copies = raw_plans(plans, round_no)
     by_name = {plan.name: copy for plan, copy in zip(plans, copies, strict=True)}
@@ -87,7 +86,7 @@ def raw_run(plans, steps, product: str, round_no: int) -> dict:
         job = time.perf_counter() - started
     finally:
         for copy in copies:
-            drivers.client_for(copy.node).api.remove_container(copy.name, force=True)
+            engine.cached(copy.node).api.remove_container(copy.name, force=True)
             for bind in copy.binds:
                 shutil.rmtree(bind.split(":")[0], ignore_errors=True)
     return {"ready": ready, "job": job, "phases": phases}

@@ -4,12 +4,13 @@ Everything this starts (Postgres, Redis, the lab, web, worker, beat) it stops ag
 and only that: a server or lab that was already running is reused and left alone.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from portal import devservers
@@ -26,10 +27,20 @@ def step(message: str) -> None:
 
 def manage(*args: str, settings: str = "portal.settings.dev", check: bool = True) -> int:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings}
-    result = subprocess.run([PYTHON, str(BASE_DIR / "manage.py"), *args], env=env, check=False)
-    if check and result.returncode != 0:
-        raise SystemExit(f"manage.py {' '.join(args)} failed (exit {result.returncode})")
-    return result.returncode
+    child = subprocess.Popen([PYTHON, str(BASE_DIR / "manage.py"), *args], env=env)
+    try:
+        code = child.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C reached the child too (or reaches it now, for a SIGTERM to us): let it finish
+        # what it does on an interrupt (`lab up` takes back what it started) before going on.
+        child.send_signal(signal.SIGINT)
+        while child.poll() is None:
+            with contextlib.suppress(KeyboardInterrupt):
+                child.wait()
+        raise
+    if check and code != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed (exit {code})")
+    return code
 
 
 def lab_is_up() -> bool:
@@ -61,8 +72,9 @@ class Stack:
             manage("lab", "up")  # re-registers the nodes in case the database is new
             return
         step("bringing up the lab of nodes")
-        manage("lab", "up")
+        # Registered first: whatever an interrupted or failed `up` leaves, `down` removes.
         self.cleanups.append(lambda: manage("lab", "down", check=False))
+        manage("lab", "up")
 
     def close(self) -> None:
         while self.cleanups:
@@ -75,43 +87,60 @@ def run(stack: Stack) -> int:
     step("demo data")
     manage("seed_demo")
     manage("collectstatic", "--no-input", "-v", "0")
-    step("web, worker and beat")
+    step("web (gunicorn), worker and beat")
     devservers.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.dev"}
     celery = [PYTHON, "-m", "celery", "-A", "portal"]
     schedule = str(devservers.STATE_DIR / "celerybeat-schedule")
-    commands = [
-        [PYTHON, "manage.py", "runserver", "--noreload", WEB_ADDRESS],
+    # Each in a process group of its own, so Ctrl-C reaches only this process, which stops
+    # them in order: the web server (no new requests), beat (no new periodic tasks), then the
+    # worker, which finishes the tasks it holds.
+    children = {"web": devservers.start_web(WEB_ADDRESS, env)}
+    children["worker"] = subprocess.Popen(
         [*celery, "worker", "-Q", ",".join(ALL_QUEUES), "-c", "4", "-n", "platter@%h"],
+        cwd=BASE_DIR, env=env, start_new_session=True,
+    )  # fmt: skip
+    children["beat"] = subprocess.Popen(
         [*celery, "beat", "-l", "info", "-s", schedule],
-    ]
-    children = [subprocess.Popen(command, cwd=BASE_DIR) for command in commands]
-    time.sleep(2)
-    print(
-        "\n"
-        f"  Platter is running at  http://{WEB_ADDRESS}/\n"
-        f"  Admin site:            http://{WEB_ADDRESS}/admin/\n"
-        "  Logins:                admin / admin-platter   (administrator)\n"
-        "                         demo  / demo-platter    (a user with a quota)\n"
-        "  Press Ctrl-C to stop everything started here.\n",
-        flush=True,
-    )
+        cwd=BASE_DIR, env=env, start_new_session=True,
+    )  # fmt: skip
     try:
-        while all(child.poll() is None for child in children):
+        devservers.wait_for_web(WEB_ADDRESS, children["web"])
+        print(
+            "\n"
+            f"  Platter is running at  http://{WEB_ADDRESS}/\n"
+            f"  Admin site:            http://{WEB_ADDRESS}/admin/\n"
+            "  Logins:                admin / admin-platter   (administrator)\n"
+            "                         demo  / demo-platter    (a user with a quota)\n"
+            "  Press Ctrl-C to stop everything started here.\n",
+            flush=True,
+        )
+        while all(child.poll() is None for child in children.values()):
             time.sleep(0.5)
-        print("a process exited; stopping the rest", file=sys.stderr)
+        exited = [name for name, child in children.items() if child.poll() is not None]
+        print(f"{', '.join(exited)} exited; stopping the rest", file=sys.stderr)
+        return 1
+    except devservers.ServerError as exc:
+        print(exc, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("\nstopping…")
+        print("\nstopping…", flush=True)
         return 0
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children:
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        with interrupts_ignored():
+            for name in ("web", "beat", "worker"):
+                devservers.stop_process(children[name])
+
+
+@contextlib.contextmanager
+def interrupts_ignored() -> Iterator[None]:
+    """A second Ctrl-C must not cut the stop in half (that is what leaves things running)."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def test(stack: Stack, pytest_args: list[str]) -> int:
@@ -146,15 +175,22 @@ def main(argv: list[str]) -> int:
     command, rest = (argv[0], argv[1:]) if argv else ("", [])
     if command == "doctor":
         return manage("doctor", *rest, check=False)
-    if command == "lab":
-        devservers.up()
-        manage("migrate", "--no-input", "-v", "0")
-        return manage("lab", *rest, check=False)
-    stack = Stack()
     # Stop on SIGTERM the same way as on Ctrl-C, so CI or a supervisor cleans up too; SIGINT is
     # set explicitly because a shell starting us in the background would have it ignored.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
+    if command == "lab":
+        # The lab's inventory rows live in the database: start it for this command only.
+        started = devservers.up()
+        try:
+            manage("migrate", "--no-input", "-v", "0")
+            return manage("lab", *rest, check=False)
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            with interrupts_ignored():
+                devservers.down(started)
+    stack = Stack()
     try:
         if command == "run":
             return run(stack)
@@ -165,7 +201,8 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        stack.close()
+        with interrupts_ignored():
+            stack.close()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The project's private PostgreSQL and Redis, kept under the state folder.
+"""The project's private PostgreSQL and Redis, kept under the state folder, and the web server
+as `./platter run` starts it (gunicorn, as in production).
 
 Both listen on loopback ports of their own so they never clash with system services. A server
 that is already running is reused. ``DATABASE_URL`` / ``REDIS_URL`` in the environment mean
@@ -8,9 +9,11 @@ Used without Django settings (it runs before the database exists):
     python -m portal.devservers up|down|status
 """
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -212,6 +215,62 @@ class Redis:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
+
+
+# ---------------------------------------------------------------- the web server
+
+
+def web_command(address: str) -> list[str]:
+    """gunicorn as production runs it (deploy/gunicorn.conf.py: gthread workers, timeouts,
+    worker recycling), bound to `address`, serving the app of web_application()."""
+    return [
+        sys.executable, "-m", "gunicorn", "-c", str(BASE_DIR / "deploy" / "gunicorn.conf.py"),
+        "--bind", address, "portal.devservers:web_application()",
+    ]  # fmt: skip
+
+
+def web_application():  # a WSGI callable; Django is imported only here
+    """The portal with /static/ served from the apps' folders, as runserver serves it: in
+    production a reverse proxy serves collectstatic's copy (deploy/Caddyfile)."""
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+    from django.core.wsgi import get_wsgi_application
+
+    return StaticFilesHandler(get_wsgi_application())
+
+
+def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:
+    """The web server in a process group of its own (stop it with stop_process): Ctrl-C in
+    the terminal reaches only `./platter`, which stops its children in order."""
+    return subprocess.Popen(
+        web_command(address), cwd=BASE_DIR, env=env, stdout=log, stderr=log and subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def wait_for_web(address: str, process: subprocess.Popen, seconds: float = 60) -> None:
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + seconds
+    while not port_open(host, int(port)):
+        if process.poll() is not None:
+            raise ServerError(f"the web server exited (code {process.returncode})")
+        if time.monotonic() > deadline:
+            raise ServerError(f"the web server did not listen on {address} within {seconds} s")
+        time.sleep(0.2)
+
+
+def stop_process(process: subprocess.Popen, seconds: float = 30) -> None:
+    """SIGTERM (a graceful stop: gunicorn finishes its requests, Celery its tasks), then
+    SIGKILL to the whole process group (workers of a stuck parent too)."""
+    if process.poll() is None:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=seconds)
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # none left: fine
+        os.killpg(process.pid, signal.SIGKILL)  # children it left behind, or itself
+    process.wait()
+
+
+# ---------------------------------------------------------------- which servers
 
 
 def managed() -> list[Postgres | Redis]:

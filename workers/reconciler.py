@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from apps.audit.services import Action, record
+from apps import nodes
 from apps.clusters.credentials import redact
 from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
+from apps.inventory.services import record_health_check
+from apps.nodes import NodeError, parallel
 
-from . import drivers
-from .drivers import NodeError
-from .lifecycle import parallel
+from . import operations
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -52,7 +51,7 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     listings = parallel(_survey, nodes)
     for node, found in zip(nodes, listings, strict=True):
         if isinstance(found, Exception):
-            error = drivers.classify(node.name, found)
+            error = found if isinstance(found, NodeError) else NodeError(node.name, str(found))
             report.unreachable.append(node.name)
             touched |= _node_failed(node, error, report)
             continue
@@ -68,27 +67,18 @@ def reconcile(grace_seconds: int | None = None) -> dict:
 
 def _survey(node: Node) -> tuple[list[dict], list[str]]:
     """Our containers on the node, and the image references it holds (for the catalog)."""
-    api = drivers.client_for(node).api
-    site = f"platter.site={settings.PLATTER_SITE}"
-    found = drivers.call(
-        node, lambda: api.containers(all=True, filters={"label": site}), "list containers"
-    )
-    return found, drivers.image_references(node)
+    client = nodes.client(node)
+    return client.containers({"platter.site": settings.PLATTER_SITE}), client.images()
 
 
 def _node_failed(node: Node, error: NodeError, report: Report) -> set[int]:
     """Count a failed check; past the limit, mark the node down and its instances lost."""
-    Node.objects.filter(id=node.id).update(failed_checks=node.failed_checks + 1)
-    if node.failed_checks + 1 < settings.NODE_DOWN_AFTER_FAILED_CHECKS:
-        return set()
-    touched = set()
-    if node.state == Node.State.ACTIVE or node.state == Node.State.DRAINING:
-        with transaction.atomic():  # the system's own state change, audited with no actor
-            Node.objects.filter(id=node.id).update(state=Node.State.DOWN, down_by_health_check=True)
-            record(Action.NODE_DOWN, None, node, previous=node.state,
-                   reason=f"does not answer health checks: {error.message}")  # fmt: skip
+    if record_health_check(node.id, error=error.message) == "down":
         report.marked_down.append(node.name)
         log.warning("node %s marked down: %s", node.name, error)
+    if Node.objects.get(id=node.id).failed_checks < settings.NODE_DOWN_AFTER_FAILED_CHECKS:
+        return set()
+    touched = set()
     for instance in _watched_instances(node).filter(state=Instance.State.RUNNING):
         why = f"lost: node {node.name} does not answer ({error.message})"
         touched.add(_mark_lost(instance, f"{instance.hostname} {why}", report))
@@ -104,16 +94,8 @@ def _mark_lost(instance: Instance, message: str, report: Report) -> int:
 
 
 def _node_answered(node: Node, images: list[str], report: Report) -> None:
-    changes: dict = {"failed_checks": 0, "last_seen": timezone.now(), "images": images}
-    back_up = node.state == Node.State.DOWN and node.down_by_health_check
-    if back_up:
-        changes |= {"state": Node.State.ACTIVE, "down_by_health_check": False}
+    if record_health_check(node.id, images=images) == "up":
         report.back_up.append(node.name)
-    with transaction.atomic():
-        Node.objects.filter(id=node.id).update(**changes)
-        if back_up:
-            record(Action.NODE_ACTIVATE, None, node, previous=node.state,
-                   reason="answers health checks again")  # fmt: skip
 
 
 def _watched_instances(node: Node):
@@ -146,18 +128,20 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
 def _last_lines(node: Node, container_id: str, cluster_id: int, lines: int = 5) -> str:
     """The end of a container's log, for the event that says it stopped (the cluster's
     credentials masked, in case a product logs them)."""
-    api = drivers.client_for(node).api
     try:
-        raw = drivers.call(node, lambda: api.logs(container_id, tail=lines), "read the log")
+        raw = nodes.client(node).logs(container_id, tail=lines)
     except NodeError:
         return ""
     found = ClusterCredentials.objects.filter(cluster_id=cluster_id).first()
-    text = redact(raw.decode(errors="replace"), found).strip()[-600:]
+    text = redact(raw, found).strip()[-600:]
     return f"; last log lines:\n{text}" if text else ""
 
 
 def _settle(cluster_id: int) -> None:
-    """degraded while some instance is lost, failed when none runs, running when all do."""
+    """degraded while some instance is lost, running when all run again, and failed (with
+    everything it held given back, its data kept) when none runs: each instance's node
+    already restarted it as often as CONTAINER_RESTARTS allows, and the events name the
+    instances and their last log lines."""
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().filter(id=cluster_id).first()
         if cluster is None or cluster.state not in WATCHED:
@@ -166,10 +150,10 @@ def _settle(cluster_id: int) -> None:
         lost = states.count(Instance.State.LOST)
         if lost == 0:
             transition(cluster_id, S.DEGRADED, S.RUNNING, "every instance runs again")
-        elif lost == len(states):
-            transition(cluster_id, WATCHED, S.FAILED, "no instance of the cluster runs")
-        elif cluster.state == S.RUNNING:
+        elif lost < len(states) and cluster.state == S.RUNNING:
             transition(cluster_id, S.RUNNING, S.DEGRADED, f"{lost} of {len(states)} lost")
+    if states and lost == len(states):
+        operations.fail(cluster_id, WATCHED, "no instance of the cluster runs")
 
 
 def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -> None:
@@ -178,7 +162,7 @@ def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -
     owners = {
         str(i) for i in Instance.objects.filter(node=node, active=True).values_list("id", flat=True)
     }
-    api = drivers.client_for(node).api
+    client = nodes.client(node)
     now = time.time()
     for container in found:
         if container["Labels"].get("platter.instance") in owners:
@@ -187,7 +171,7 @@ def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -
             continue
         name = container["Names"][0].lstrip("/") if container.get("Names") else container["Id"]
         try:
-            drivers.call(node, lambda c=container: api.remove_container(c["Id"], force=True), "rm")
+            client.remove(container["Id"])
         except Exception as error:  # noqa: BLE001 (next pass tries again)
             log.warning("node %s: could not remove orphan %s: %s", node.name, name, error)
             continue

@@ -6,12 +6,11 @@ keys are in the container's environment, apps.clusters.access.ssh_environment)."
 
 import logging
 
+from apps import nodes
 from apps.accounts.ssh import authorized_keys
-from apps.clusters import access
+from apps.clusters import access, plans
 from apps.clusters.models import Cluster
-
-from . import containers, drivers
-from .drivers import NodeError
+from apps.nodes import NodeError
 
 log = logging.getLogger(__name__)
 KEYS_COMMAND = "/opt/platter/bin/platter-ssh-keys"
@@ -31,7 +30,7 @@ def push_keys(user_id: int) -> dict[str, list[int]]:
         instance = access.ssh_instance(cluster)
         if instance is None or instance.node is None:
             continue
-        name = instance.container_id or containers.container_name(
+        name = instance.container_id or plans.container_name(
             cluster.id, instance.role, instance.index
         )
         try:
@@ -48,9 +47,7 @@ def push_keys(user_id: int) -> dict[str, list[int]]:
 def _write_until_current(user_id: int, node, container: str) -> None:
     keys = authorized_keys(user_id)
     for _round in range(MAX_ROUNDS):
-        code, output = drivers.run_in_container(
-            node, container, [KEYS_COMMAND, *keys], EXEC_SECONDS
-        )
+        code, output = nodes.client(node).exec(container, [KEYS_COMMAND, *keys], EXEC_SECONDS)
         if code != 0:
             raise RuntimeError(f"{KEYS_COMMAND} exited {code}: {output.strip()[-300:]}")
         current = authorized_keys(user_id)

@@ -1,16 +1,14 @@
 """Celery tasks: thin wrappers that take ids (or nothing) and call services.
 
-Cluster tasks are safe to run twice (see workers/lifecycle.py): they are acknowledged after they
-ran, and a worker lost mid-task has its task delivered again (settings: acks_late,
-reject_on_worker_lost)."""
+Cluster tasks go through one runner (workers/operations.py), which decides what every failure
+means. They are safe to run twice: acknowledged after they ran, and a worker lost mid-task has
+its task delivered again (settings: acks_late, reject_on_worker_lost)."""
 
-from celery import shared_task
-from django.conf import settings
+from celery import Task, shared_task
 
 from apps.clusters import admission, services
 
-from . import lifecycle, reconciler
-from .drivers import NodeError
+from . import operations, reconciler
 
 
 @shared_task(name="platter.ping")
@@ -27,45 +25,37 @@ def expire_leases() -> list[int]:
 
 @shared_task(name="platter.admit_queued")
 def admit_queued() -> list[int]:
-    """Place queued clusters that fit now; beat runs it as a safety net besides the retry that
+    """Place queued clusters that fit now; beat runs it as a safety net besides the pass that
     follows every release."""
     return admission.admit_queued()
 
 
-@shared_task(name="platter.launch_cluster")
-def launch_cluster(cluster_id: int) -> str:
-    return lifecycle.launch(cluster_id)
-
-
-@shared_task(name="platter.stop_cluster", bind=True, max_retries=3)
-def stop_cluster(self, cluster_id: int) -> str:
+def _operate(task: Task, name: str, cluster_id: int) -> str:
     try:
-        return lifecycle.stop(cluster_id)
-    except NodeError as error:
-        raise self.retry(exc=error, countdown=5) from error
+        return operations.run(name, cluster_id, attempt=task.request.retries)
+    except operations.Retry as retry:
+        raise task.retry(exc=retry.error, countdown=retry.countdown, max_retries=None) from None
 
 
-@shared_task(name="platter.start_cluster", bind=True, max_retries=3)
-def start_cluster(self, cluster_id: int) -> str:
-    try:
-        return lifecycle.start(cluster_id)
-    except NodeError as error:
-        raise self.retry(exc=error, countdown=5) from error
+@shared_task(name="platter.launch_cluster", bind=True)
+def launch_cluster(self: Task, cluster_id: int) -> str:
+    return _operate(self, "launch", cluster_id)
+
+
+@shared_task(name="platter.stop_cluster", bind=True)
+def stop_cluster(self: Task, cluster_id: int) -> str:
+    return _operate(self, "stop", cluster_id)
+
+
+@shared_task(name="platter.start_cluster", bind=True)
+def start_cluster(self: Task, cluster_id: int) -> str:
+    return _operate(self, "start", cluster_id)
 
 
 @shared_task(name="platter.destroy_cluster", bind=True)
-def destroy_cluster(self, cluster_id: int) -> str:
+def destroy_cluster(self: Task, cluster_id: int) -> str:
     """Whether to wipe the data is on the cluster (Cluster.wipe_data)."""
-    try:
-        return lifecycle.destroy(cluster_id)
-    except NodeError as error:
-        if error.transient and self.request.retries < settings.DESTROY_RETRIES:
-            raise self.retry(
-                exc=error, countdown=settings.DESTROY_RETRY_SECONDS,
-                max_retries=settings.DESTROY_RETRIES,
-            ) from error  # fmt: skip
-        lifecycle.give_up_destroy(cluster_id, error)
-        return "failed"
+    return _operate(self, "destroy", cluster_id)
 
 
 @shared_task(name="platter.reconcile")
@@ -77,9 +67,8 @@ def reconcile() -> dict:
 @shared_task(name="platter.bench_disks")
 def bench_disks(node_id: int, set_kind: bool = False) -> str:
     """fio on a node's free disks, one at a time (minutes on real disks: not in a request)."""
+    from apps.inventory.benchmarks import bench_node
     from apps.inventory.models import Node
-
-    from .benchmarks import bench_node
 
     node = Node.objects.filter(id=node_id).first()
     if node is None:
@@ -91,7 +80,7 @@ def bench_disks(node_id: int, set_kind: bool = False) -> str:
 @shared_task(name="platter.resume_stalled")
 def resume_stalled() -> list[int]:
     """Re-dispatch clusters whose task was lost; run by beat."""
-    return lifecycle.resume_stalled()
+    return operations.resume_stalled()
 
 
 @shared_task(name="platter.sync_ssh_keys")

@@ -16,7 +16,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from apps.catalog.images import ImageUnavailable
 from apps.catalog.options import OptionsError
 from apps.clusters.quotas import QuotaExceeded
-from apps.clusters.services import LeaseError, ReuseError, TransitionError
+from apps.clusters.services import LeaseError, NeverFits, ReuseError, TransitionError
 
 
 class ApiError(exceptions.APIException):
@@ -38,6 +38,8 @@ def translate(exc: Exception) -> Exception:
         return ApiError(403, "quota_exceeded", str(exc), quota=quota)
     if isinstance(exc, ImageUnavailable):
         return ApiError(409, "image_unavailable", str(exc), images=exc.images)
+    if isinstance(exc, NeverFits):
+        return ApiError(409, "never_fits", str(exc))
     if isinstance(exc, TransitionError):
         return ApiError(409, "conflict", str(exc))
     if isinstance(exc, LeaseError):

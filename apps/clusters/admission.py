@@ -5,10 +5,10 @@ import logging
 from django.conf import settings
 from django.db.models import F
 
-from . import jobs
+from . import jobs, placement
 from .models import Cluster
 from .reservation import Rejection, Reservation, release, reserve
-from .transitions import transition
+from .transitions import record_event, transition
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,29 @@ def admit_queued() -> list[int]:
             isinstance(outcome, Rejection)
             and outcome.cause in ("capacity", "contention")
             and not settings.SCHEDULER_QUEUE_BACKFILL
+            and not _set_aside(cluster_id, outcome)
         ):
             break
     return placed
+
+
+def _set_aside(cluster_id: int, rejection: Rejection) -> bool:
+    """A queued cluster that could not run on the pool as it is now (a node went away since
+    its launch) waits without holding the clusters behind it back; the reason says so."""
+    if rejection.cause != "capacity":
+        return False
+    cluster = Cluster.objects.filter(id=cluster_id, reuse_data_of=None).first()
+    problem = cluster and placement.never_fits(list(cluster.instances.all()))
+    if not problem:
+        return False
+    reason = f"could not run on the pool as it is now ({problem}); waits for the pool to change"
+    if (
+        Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED)
+        .exclude(reason=reason)
+        .update(reason=reason)
+    ):
+        record_event(cluster_id, f"waiting: {reason}")
+    return True
 
 
 def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:

@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from docker.errors import NotFound
-
+from apps import nodes
 from apps.inventory.models import Node
-from workers import drivers
-from workers.containers import container_name
+from apps.nodes import NodeError, NodeMissing
 
 from .models import Cluster, Instance
+from .plans import container_name
 
 TAIL_DEFAULT = 100
 TAIL_MAX = 10_000
@@ -147,10 +146,10 @@ def read(source: LogSource, tail: int, after: str | None = None) -> LogLines:
     after = normal_cursor(after) if after else None
     since = _since(after) if after else None
     try:
-        raw = drivers.container_log(
-            source.node, source.container, tail, since=since, timestamps=True
+        raw = nodes.client(source.node).logs(
+            source.container, tail, since=since, timestamps=True
         )
-    except NotFound:
+    except NodeMissing:
         raise NoContainer(_gone(source)) from None
     lines = raw.split("\n")
     if lines[-1] == "":
@@ -165,8 +164,8 @@ def read(source: LogSource, tail: int, after: str | None = None) -> LogLines:
 def running(source: LogSource) -> bool:
     """Whether the container runs (a stopped one has a log, but nothing more comes)."""
     try:
-        return drivers.container_status(source.node, source.container) == "running"
-    except drivers.NodeError:
+        return nodes.client(source.node).container_state(source.container) == "running"
+    except NodeError:
         return False
 
 
@@ -178,10 +177,11 @@ def follow(
     container writes it, for at most `seconds` or until it stops. Whole lines only. Raises
     NoContainer at once (not part-way) when there is no container."""
     after = normal_cursor(after) if after else None
-    if drivers.container_status(source.node, source.container) is None:
+    client = nodes.client(source.node)
+    if client.container_state(source.container) is None:
         raise NoContainer(_gone(source))
-    stream = drivers.follow_container_log(
-        source.node, source.container, tail, seconds,
+    stream = client.follow_logs(
+        source.container, tail, seconds,
         since=_since(after) if after else None, timestamps=True,
     )  # fmt: skip
     return _lines(stream, after, timestamps)
@@ -196,7 +196,7 @@ def _lines(stream: Iterator[str], after: str | None, timestamps: bool) -> Iterat
             fresh = LogLines([(at, x) for at, x in entries if not after or not at or at > after])
             if fresh.entries:
                 yield fresh.text(timestamps)
-    except NotFound:
+    except NodeMissing:
         return  # removed while followed: the log simply ends
     if pending:
         yield LogLines([_entry(pending)]).text(timestamps)

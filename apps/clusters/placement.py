@@ -241,3 +241,71 @@ def best_offer() -> Shortage:
         row = cursor.fetchone()
     disks = {k: row[i] or 0 for i, k in enumerate(DISK_KINDS)}
     return Shortage(disks=disks, cores=row[-2] or 0, memory_mb=row[-1] or 0)
+
+
+def pool_as_built() -> list[NodeFree]:
+    """Every active node as if nothing ran on it: all its cores, memory and usable disks
+    (available or allocated; failed and retired ones are gone)."""
+    from apps.inventory.models import Disk, Node
+
+    nodes = {
+        n.id: NodeFree(n.id, n.cores, n.memory_mb, {}, n.cores, n.memory_mb)
+        for n in Node.objects.filter(state=Node.State.ACTIVE)
+    }
+    usable = Disk.objects.filter(
+        node_id__in=nodes, state__in=[Disk.State.AVAILABLE, Disk.State.ALLOCATED]
+    )
+    for node_id, kind in usable.values_list("node_id", "kind"):
+        free = nodes[node_id]
+        free.disks[kind] = free.disks.get(kind, 0) + 1
+        free.total_disks += 1
+    return list(nodes.values())
+
+
+@dataclass(frozen=True)
+class _Sized:
+    id: int
+    cores: int
+    memory_mb: int
+    disks: int
+    disk_kind: str
+
+
+def never_fits(instances: list) -> str | None:
+    """Why these instances could not run on the pool as it is, even if every other cluster
+    ended now; None when they could. instances: anything with cores, memory_mb, disks and
+    disk_kind (e.g. InstanceWant)."""
+    wants = [
+        _Sized(n, i.cores, i.memory_mb, i.disks, i.disk_kind) for n, i in enumerate(instances)
+    ]
+    pool = pool_as_built()
+    if not pool:
+        return "the pool has no active node"
+    if assign(wants, pool) is not None:
+        return None
+    for want in sorted(wants, key=lambda w: (w.disks, w.cores, w.memory_mb), reverse=True):
+        if any(node.fits(want) for node in pool):
+            continue
+        kind = want.disk_kind.upper()
+        most_disks = max(node.disks.get(want.disk_kind, 0) for node in pool)
+        if want.disks and most_disks == 0:
+            return f"no active node has {kind} disks"
+        if want.disks > most_disks:
+            return (
+                f"an instance asks for {want.disks} {kind} disks; "
+                f"no node has more than {most_disks}"
+            )
+        if want.cores > max(node.cores for node in pool):
+            biggest = max(node.cores for node in pool)
+            return f"an instance asks for {want.cores} cores; the biggest node has {biggest}"
+        if want.memory_mb > max(node.memory_mb for node in pool):
+            biggest = max(node.memory_mb for node in pool)
+            return (
+                f"an instance asks for {want.memory_mb} MB of memory; "
+                f"the biggest node has {biggest} MB"
+            )
+        return (
+            f"no single node has {want.cores} cores, {want.memory_mb} MB and {want.disks} "
+            f"{kind} disks together"
+        )
+    return f"its {len(wants)} instances together need more than the whole pool has"

@@ -1,4 +1,5 @@
-"""What an instance's container looks like, derived from the database.
+"""What an instance's container looks like (a ContainerSpec for the node layer), derived from
+the database.
 
 Names and labels come from the portal's ids, so a retried task finds what an earlier try made
 and the reconciler can tell our containers (and whose) from anything else on a node. A
@@ -8,9 +9,7 @@ and nothing more: no host paths besides its disks, no privileges, only the capab
 product declares.
 """
 
-import hashlib
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -20,46 +19,12 @@ from apps.catalog.services import needs_trust
 from apps.clusters import access
 from apps.clusters.data_path import cluster_spec
 from apps.clusters.models import Cluster, DiskAllocation, Instance
-from apps.inventory.models import Disk, Node
-
-from . import drivers
-
-# Docker's log driver would otherwise let a chatty product fill the node's root disk.
-LOG_CONFIG = {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}}
+from apps.inventory.models import Disk
+from apps.nodes.specs import ContainerSpec, throttle_options
 
 
 class UntrustedVersion(ValueError):
     """The cluster's version asks for capabilities no admin has trusted."""
-
-
-@dataclass
-class ContainerPlan:
-    instance_id: int
-    node: Node
-    name: str
-    image: str
-    hostname: str
-    address: str
-    network: str  # the Docker network on the node (the cluster's segment)
-    command: list[str] | None
-    environment: dict[str, str]
-    labels: dict[str, str]
-    cores: int
-    memory_mb: int
-    binds: list[str]
-    capabilities: list[str]
-    extra_hosts: dict[str, str]
-    user: str = ""
-    throttles: dict = field(default_factory=dict)
-
-    def fingerprint(self) -> str:
-        """Changes whenever the container would be created differently (e.g. re-placed with
-        another address or disks), so an old container is replaced rather than reused."""
-        parts = [
-            self.image, self.command, self.environment, self.address, self.network, self.binds,
-            self.cores, self.memory_mb, self.capabilities, self.extra_hosts, self.user,
-        ]  # fmt: skip
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def container_name(cluster_id: int, role: str, index: int) -> str:
@@ -122,7 +87,7 @@ def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
     return steps
 
 
-def plans_for(cluster: Cluster) -> list[ContainerPlan]:
+def plans_for(cluster: Cluster) -> list[ContainerSpec]:
     """The container of every active instance of the cluster."""
     version = cluster.version
     # The catalog offers only launchable versions; this holds for clusters queued before an
@@ -143,7 +108,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
     for instance, instance_spec in zip(instances, spec.instances, strict=True):
         disks = held[instance.id]
         plans.append(
-            ContainerPlan(
+            ContainerSpec(
                 instance_id=instance.id,
                 node=instance.node,
                 name=container_name(cluster.id, instance.role, instance.index),
@@ -176,44 +141,7 @@ def plans_for(cluster: Cluster) -> list[ContainerPlan]:
                 capabilities=list(version.capabilities or []),
                 extra_hosts=members,
                 user=roles.get(instance.role, {}).get("user", ""),
-                throttles=drivers.throttle_options(disks),
+                throttles=throttle_options(disks),
             )
         )
     return plans
-
-
-def create_arguments(api, plan: ContainerPlan) -> dict:
-    """Keyword arguments of the Engine API's container create for a plan."""
-    network = plan.network
-    host_config = api.create_host_config(
-        binds=plan.binds,
-        nano_cpus=plan.cores * 1_000_000_000,
-        mem_limit=f"{plan.memory_mb}m",
-        memswap_limit=f"{plan.memory_mb}m",  # no swap beyond the reserved memory
-        pids_limit=settings.CONTAINER_PIDS_LIMIT,
-        cap_drop=["ALL"],
-        cap_add=plan.capabilities,
-        security_opt=["no-new-privileges"],
-        privileged=False,
-        network_mode=network,
-        extra_hosts=plan.extra_hosts,
-        log_config=LOG_CONFIG,
-        # A crashed product process comes back with its disks, as under any supervisor.
-        restart_policy={"Name": "on-failure", "MaximumRetryCount": settings.CONTAINER_RESTARTS},
-        **plan.throttles,
-    )
-    networking = api.create_networking_config(
-        {network: api.create_endpoint_config(ipv4_address=plan.address)}
-    )
-    return {
-        "image": plan.image,
-        "command": plan.command,
-        "name": plan.name,
-        "hostname": plan.hostname,
-        "labels": {**plan.labels, "platter.fingerprint": plan.fingerprint()},
-        "environment": plan.environment,
-        "user": plan.user or None,
-        "host_config": host_config,
-        "networking_config": networking,
-        "detach": True,
-    }

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
 
-from . import jobs
+from . import jobs, placement
 from .admission import admit_queued
 from .models import LIVE_STATES, Cluster, Instance
 from .quotas import Demand, QuotaExceeded, check_quota
@@ -22,11 +22,28 @@ from .reservation import Rejection, Reservation, release, reserve
 from .transitions import TransitionError, record_event, transition
 
 __all__ = [
-    "InstanceWant", "LeaseError", "QuotaExceeded", "Rejection", "Reservation", "ReuseError",
-    "StateConflict", "TransitionError", "admit_queued", "create_cluster", "expire_leases",
-    "extend_lease", "finish_destroy", "launch", "release", "request_destroy", "request_start",
-    "request_stop", "reserve", "transition",
-]  # fmt: skip
+    "InstanceWant",
+    "LeaseError",
+    "NeverFits",
+    "QuotaExceeded",
+    "Rejection",
+    "Reservation",
+    "ReuseError",
+    "StateConflict",
+    "TransitionError",
+    "admit_queued",
+    "create_cluster",
+    "expire_leases",
+    "extend_lease",
+    "finish_destroy",
+    "launch",
+    "release",
+    "request_destroy",
+    "request_start",
+    "request_stop",
+    "reserve",
+    "transition",
+]
 
 S = Cluster.State
 
@@ -50,6 +67,11 @@ class LeaseError(ValueError):
 
 class ReuseError(ValueError):
     """The cluster whose data should be reused cannot be."""
+
+
+class NeverFits(ValueError):
+    """The cluster could not run on the pool as it is, even with every other cluster gone:
+    refused at launch rather than queued for ever in front of others."""
 
 
 class StateConflict(TransitionError):
@@ -121,6 +143,9 @@ def launch(
 
     spec = resolve(version, options)
     require_images(version)  # ImageUnavailable: a cluster that could never start is refused
+    # A reuse goes back to the nodes holding its data, or fails there.
+    if reuse_data_of is None and (problem := placement.never_fits(spec.instances)):
+        raise NeverFits(f"this cluster could never run on this pool: {problem}")
     return create_cluster(
         owner, version, name, spec.instances, options, lease_hours, reuse_data_of, actor=actor
     )

@@ -7,8 +7,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from apps import nodes
 from apps.inventory.models import Node
-from workers import drivers
 
 
 @dataclass
@@ -37,10 +37,10 @@ def check_redis() -> Check:
 
 def check_node(node: Node) -> Check:
     try:
-        drivers.client_for(node).ping()
+        nodes.client(node).ping()
         return Check(f"node:{node.name}", True, node.endpoint)
     except Exception as exc:  # noqa: BLE001 (a health check reports any failure)
-        drivers.forget(node)
+        nodes.client(node).forget()
         return Check(f"node:{node.name}", False, f"{node.endpoint}: {exc}")
 
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from apps import nodes
 from apps.inventory import services
 from apps.inventory.models import Disk, Node
-
-from . import drivers
-from .drivers import NodeError
+from apps.nodes import NodeError
+from apps.nodes.specs import throttle_options
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +130,9 @@ def bench_disk(disk: Disk) -> dict[str, float]:
     engine = settings.BENCH_IOENGINE
     while True:
         argv = fio_arguments("/disk", engine, settings.BENCH_SIZE_DIVISOR, settings.BENCH_RUNTIME_S)
-        code, output = drivers.run_helper(
-            node, argv, [f"{disk.mount_path}:/disk"], image=settings.BENCH_IMAGE,
-            entrypoint=["fio"], host_options=drivers.throttle_options([disk]),
+        code, output = nodes.client(node).run_helper(
+            argv, [f"{disk.mount_path}:/disk"], image=settings.BENCH_IMAGE,
+            entrypoint=["fio"], host_options=throttle_options([disk]),
         )  # fmt: skip
         if code != 0 and engine != "psync" and f"engine {engine} not loadable" in output:
             log.warning("node %s: fio has no %s; using psync", node.name, engine)

@@ -11,10 +11,9 @@ from pathlib import PurePosixPath
 
 from django.db import transaction
 
+from apps import nodes
 from apps.inventory.models import Disk, Node
-
-from . import drivers
-from .drivers import NodeError
+from apps.nodes import NodeError
 
 KIND_FILE = ".platter-kind"
 # Prints one line per fact: M (a mountinfo line), S (size), K (kind file), R (rotational).
@@ -93,7 +92,8 @@ def _kind_from_kernel(device: str, rotational: str | None) -> str:
 def probe(node: Node) -> list[FoundDisk]:
     if not node.disk_root:
         raise NodeError(node.name, "has no disk root set; set it in the admin first", False)
-    code, output = drivers.run_helper(node, ["sh", "-c", PROBE], [f"{node.disk_root}:/disks:ro"])
+    helper = nodes.client(node).run_helper
+    code, output = helper(["sh", "-c", PROBE], [f"{node.disk_root}:/disks:ro"])
     if code != 0:
         raise NodeError(node.name, f"disk probe failed: {output.strip()[-300:]}", False)
     return parse_probe(output)

@@ -64,6 +64,58 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
     return True
 
 
+@transaction.atomic
+def record_health_check(
+    node_id: int, *, error: str = "", images: list[str] | None = None
+) -> str | None:
+    """The reconciler's check of a node (answered when `error` is empty), under the row lock
+    set_node_state takes, so an admin's change in flight is never overwritten. A node that
+    fails NODE_DOWN_AFTER_FAILED_CHECKS checks in a row is marked down; one the checks marked
+    down comes back when it answers (an admin's down stays). Returns "down", "up" or None."""
+    node = Node.objects.select_for_update().get(id=node_id)
+    if not error:
+        node.failed_checks, node.last_seen = 0, timezone.now()
+        fields = ["failed_checks", "last_seen"]
+        if images is not None:
+            node.images = images
+            fields.append("images")
+        back_up = node.state == Node.State.DOWN and node.down_by_health_check
+        if back_up:
+            node.state, node.down_by_health_check = Node.State.ACTIVE, False
+            fields += ["state", "down_by_health_check"]
+        node.save(update_fields=fields)
+        if back_up:
+            record(
+                Action.NODE_ACTIVATE,
+                None,
+                node,
+                previous=Node.State.DOWN,
+                reason="answers health checks again",
+            )
+        return "up" if back_up else None
+    node.failed_checks += 1
+    fields = ["failed_checks"]
+    going_down = node.failed_checks >= settings.NODE_DOWN_AFTER_FAILED_CHECKS and node.state in (
+        Node.State.ACTIVE,
+        Node.State.DRAINING,
+    )
+    previous = node.state
+    if going_down:
+        node.state, node.down_by_health_check = Node.State.DOWN, True
+        fields += ["state", "down_by_health_check"]
+    node.save(update_fields=fields)
+    if going_down:
+        record(
+            Action.NODE_DOWN,
+            None,
+            node,
+            previous=previous,
+            reason=f"does not answer health checks: {error}",
+        )
+        return "down"
+    return None
+
+
 DISK_STATE_ACTIONS = {
     Disk.State.FAILED: Action.DISK_FAIL,
     Disk.State.RETIRED: Action.DISK_RETIRE,

@@ -19,7 +19,7 @@ from docker.utils import version_lt
 
 from apps.inventory import pki
 
-from . import drivers
+from . import engine
 
 # TLS alerts a node's dockerd sends when it does not accept our client certificate.
 CLIENT_REFUSED = ("BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_REQUIRED")
@@ -136,7 +136,7 @@ def probe(endpoint: str, tls_dir: str = "") -> NodeFacts:
     """Connect through the node drivers and read what the node has; raises ProbeError."""
     check_credentials(endpoint, tls_dir)
     try:
-        with closing(drivers.connect(endpoint, tls_dir)) as client:
+        with closing(engine.connect(endpoint, tls_dir)) as client:
             # The unversioned /version answers whatever API version the engine speaks.
             version = client.api.version(api_version=False)
             info = client.info()

@@ -155,6 +155,9 @@ IMAGE_REGISTRY = envstr("PLATTER_IMAGE_REGISTRY", "")
 IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", True)
 # Limits of every instance's container besides its cores and memory.
 CONTAINER_PIDS_LIMIT = envint("PLATTER_CONTAINER_PIDS_LIMIT", 4096)
+# Size limit of a container's writable layer (e.g. "10G"), so one user cannot fill a node's
+# Docker disk; empty: none. Docker enforces it only on overlay2 over XFS mounted with pquota.
+CONTAINER_ROOTFS_LIMIT = envstr("PLATTER_CONTAINER_ROOTFS_LIMIT", "")
 # An instance whose process crashes (exits non-zero; not a user's stop) is restarted by its
 # node's Docker, with the same disks, up to this many times before the reconciler reports it.
 CONTAINER_RESTARTS = envint("PLATTER_CONTAINER_RESTARTS", 3)
@@ -162,6 +165,8 @@ CONTAINER_RESTARTS = envint("PLATTER_CONTAINER_RESTARTS", 3)
 CONTAINER_STOP_TIMEOUT = envint("PLATTER_CONTAINER_STOP_TIMEOUT", 10)
 # How long stop/start/destroy wait for another worker to finish with a cluster.
 CLUSTER_LOCK_WAIT = envint("PLATTER_CLUSTER_LOCK_WAIT", 60)
+# Retries (5 s apart) of a stop or start whose nodes do not answer, before the cluster fails.
+CLUSTER_TASK_RETRIES = envint("PLATTER_CLUSTER_TASK_RETRIES", 3)
 # Retries (and seconds between them) of a destroy whose nodes do not answer.
 DESTROY_RETRIES = envint("PLATTER_DESTROY_RETRIES", 10)
 DESTROY_RETRY_SECONDS = envint("PLATTER_DESTROY_RETRY_SECONDS", 30)

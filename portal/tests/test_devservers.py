@@ -1,11 +1,16 @@
 """The private servers really start, are reused when running, and stop cleanly."""
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from portal import devservers
@@ -73,3 +78,87 @@ def test_given_urls_mean_nothing_is_started_here(monkeypatch):
     assert devservers.managed() == []
     monkeypatch.delenv("REDIS_URL")
     assert [type(s).__name__ for s in devservers.managed()] == ["Redis"]
+
+
+# ---------------------------------------------------------------- ./platter run, end to end
+
+
+def processes_with(variable: str) -> list[str]:
+    """Processes whose environment holds `variable` (NAME=value): everything `./platter` started
+    inherits it, daemons that left its process group too."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if variable.encode() in environ.read_bytes().split(b"\0"):
+                found.append((environ.parent / "cmdline").read_bytes().replace(b"\0", b" "))
+        except OSError:  # gone meanwhile
+            continue
+    return [command.decode(errors="replace") for command in found]
+
+
+@pytest.mark.lab
+@pytest.mark.timeout(900)
+def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch):
+    """`./platter run` on a state folder of its own (its own Postgres, Redis, a one-node lab on
+    addresses and subnets of its own, web port): gunicorn answers pages and static files;
+    Ctrl-C stops web, beat and worker, the lab and the servers it started; `./platter lab
+    down` afterwards starts and stops the servers again and leaves nothing either."""
+    from django.conf import settings
+
+    from apps.lab.nodes import LabSpec, short_id
+    from apps.lab.tests.machine import machine_holds
+
+    state = scratch / ".local"
+    web, postgres, redis = free_port(), free_port(), free_port()
+    slot = settings.LAB_ADDRESS_SLOT
+    hidden = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PLATTER_SITE"}
+    env = {key: value for key, value in os.environ.items() if key not in hidden}
+    env.update(
+        PLATTER_STATE_DIR=str(state), PLATTER_POSTGRES_PORT=str(postgres),
+        PLATTER_REDIS_PORT=str(redis), PLATTER_WEB=f"127.0.0.1:{web}",
+        STATIC_ROOT=str(scratch / "static"), PLATTER_LAB_ADDRESS_PREFIX=f"127.0.{60 + slot}.",
+        PLATTER_LAB_NODES="1", PLATTER_LAB_SSH_NODE="0", PLATTER_LAB_DISKS="1",
+        PLATTER_LAB_SSD_PER_NODE="0", PLATTER_LAB_DISK_SIZE_MB="32", PLATTER_LAB_PRODUCTS="",
+        PLATTER_LAB_SEGMENTS_SUBNET=f"10.{220 + slot}.0.0/16", PLATTER_LAB_SEGMENTS_PER_SLOT="1",
+    )  # fmt: skip
+    spec = LabSpec(home=state / "lab", key=short_id(state))
+    mark = f"PLATTER_STATE_DIR={state}"
+    ports = (web, postgres, redis)
+    cli = [sys.executable, "-m", "portal.cli"]
+    log = scratch / "run.log"
+    # A session of its own, as a terminal's foreground job: Ctrl-C goes to its whole group.
+    run = subprocess.Popen([*cli, "run"], cwd=devservers.BASE_DIR, env=env, stdout=log.open("w"),
+                           stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{web}"
+        deadline = time.monotonic() + 600
+        while "Press Ctrl-C" not in log.read_text():
+            assert run.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(1)
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+        script = httpx.get(f"{url}/static/django_htmx/htmx-2.min.js", timeout=10)
+        assert script.status_code == 200 and b"htmx" in script.content
+        assert any("gunicorn -c" in command for command in processes_with(mark))
+        assert not any("runserver" in command for command in processes_with(mark))
+        assert machine_holds(spec), "the run's lab is up"
+
+        os.killpg(run.pid, signal.SIGINT)
+        assert run.wait(timeout=180) == 0, log.read_text()
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    output = log.read_text()
+    # In order: the web server, then (beat and) the worker, then the lab.
+    assert output.index("Shutting down: Master") < output.index("Warm shutdown")
+    assert output.index("Warm shutdown") < output.index("lab-1: stopped")
+    assert processes_with(mark) == []
+    assert [port for port in ports if devservers.port_open("127.0.0.1", port)] == []
+    assert machine_holds(spec) == []
+
+    down = subprocess.run([*cli, "lab", "down"], cwd=devservers.BASE_DIR, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert processes_with(mark) == []
+    assert [port for port in ports if devservers.port_open("127.0.0.1", port)] == []
+    assert machine_holds(spec) == []

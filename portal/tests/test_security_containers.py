@@ -9,7 +9,8 @@ from django.core.management import call_command
 from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
-from workers import drivers, lifecycle
+from apps.nodes import engine
+from workers import operations
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
@@ -25,14 +26,14 @@ def test_a_queued_cluster_of_a_version_no_longer_trusted_is_refused_before_docke
     cluster = services.launch(alice, version, "was-trusted", {"size": 1})
     ProductVersion.objects.filter(pk=version.pk).update(trusted=False)  # an admin took it back
 
-    assert lifecycle.launch(cluster.id) == Cluster.State.FAILED
+    assert operations.run("launch", cluster.id) == Cluster.State.FAILED
     cluster.refresh_from_db()
     assert "must mark it trusted" in cluster.reason and "NET_ADMIN" in cluster.reason
     events = [event.message for event in cluster.events.all()]
     assert any(message.startswith("reserved") for message in events)  # it got that far
     assert not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
     for node in lab_cleanup:
-        made = drivers.client_for(node).containers.list(
+        made = engine.cached(node).containers.list(
             all=True, filters={"label": [f"platter.site={settings.PLATTER_SITE}",
                                          f"platter.cluster={cluster.id}"]},
         )  # fmt: skip

@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 from django.core.management import call_command
 
+from apps import nodes
 from apps.catalog.models import ProductVersion
 from apps.clusters import logs, services
 from apps.clusters.data_path import data_path
@@ -15,7 +16,6 @@ from apps.clusters.provisioning import launch_provisioning
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Network
 from apps.lab.segments import all_segments
-from workers import drivers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
 S = Cluster.State
@@ -29,7 +29,7 @@ def fetch_from(instance: Instance, address: str) -> tuple[int, str]:
     """HTTP from inside an instance's container to port 80 of an address (busybox wget)."""
     # (busybox's own -T timeout crashes this static build; timeout(1) bounds it instead)
     argv = ["timeout", "3", "wget", "-q", "-O", "-", f"http://{address}/"]
-    return drivers.run_in_container(instance.node, instance.container_id, argv, 30)
+    return nodes.client(instance.node).exec(instance.container_id, argv, 30)
 
 
 def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(

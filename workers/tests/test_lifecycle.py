@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps import nodes
 from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
@@ -20,7 +21,8 @@ from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk, Node
 from apps.lab import daemons, host
 from apps.lab.nodes import lab_nodes
-from workers import drivers, lifecycle, reconciler
+from apps.nodes import engine
+from workers import operations, reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
@@ -39,11 +41,11 @@ def only_nodes(*names: str) -> None:
 
 
 def exec_in(instance: Instance, *argv: str) -> tuple[int, str]:
-    return drivers.run_in_container(instance.node, instance.container_id, list(argv), 30)
+    return nodes.client(instance.node).exec(instance.container_id, list(argv), 30)
 
 
 def inspect(instance: Instance) -> dict:
-    return drivers.client_for(instance.node).api.inspect_container(instance.container_id)
+    return engine.cached(instance.node).api.inspect_container(instance.container_id)
 
 
 def held_disks(instance: Instance) -> list[Disk]:
@@ -192,7 +194,7 @@ def test_a_node_dying_mid_launch_gets_the_cluster_re_placed_and_leaves_nothing_b
     reserve(cluster.id)
     victim = cluster.instances.exclude(node__name="lab-ssh").first().node
     stop_daemon(victim.name)
-    drivers.forget(victim)
+    nodes.client(victim).forget()
     try:
         from workers.tasks import launch_cluster
 
@@ -212,13 +214,13 @@ def test_a_node_dying_mid_launch_gets_the_cluster_re_placed_and_leaves_nothing_b
         assert Node.objects.get(id=victim.id).state == Node.State.DOWN
     finally:
         start_daemon(victim.name)
-        drivers.forget(victim)
+        nodes.client(victim).forget()
     # ...and back up when it answers; no container of ours is left on it.
     report = reconciler.reconcile(grace_seconds=0)
     assert victim.name in report["back_up"]
     assert Node.objects.get(id=victim.id).state == Node.State.ACTIVE
     site = f"platter.site={settings.PLATTER_SITE}"
-    leftovers = drivers.client_for(victim).containers.list(all=True, filters={"label": site})
+    leftovers = engine.cached(victim).containers.list(all=True, filters={"label": site})
     assert leftovers == []
 
 
@@ -228,7 +230,7 @@ def test_the_reconciler_reports_a_killed_container_and_removes_orphans(
     cluster = services.launch(alice, demo_version, "fragile", {"size": 2})
     cluster = wait_for(cluster.id, S.RUNNING)
     victim = cluster.instances.select_related("node").get(role="worker", index=1)
-    drivers.client_for(victim.node).api.kill(victim.container_id)
+    engine.cached(victim.node).api.kill(victim.container_id)
 
     report = reconciler.reconcile()
     assert f"{cluster.id}/{victim.hostname}" in report["lost"]
@@ -238,7 +240,7 @@ def test_the_reconciler_reports_a_killed_container_and_removes_orphans(
     assert victim.state == Instance.State.LOST
     assert cluster.events.filter(message__startswith=f"{victim.hostname}'s container").exists()
 
-    drivers.client_for(victim.node).api.start(victim.container_id)
+    engine.cached(victim.node).api.start(victim.container_id)
     reconciler.reconcile()
     cluster.refresh_from_db()
     assert cluster.state == S.RUNNING
@@ -246,7 +248,7 @@ def test_the_reconciler_reports_a_killed_container_and_removes_orphans(
     # A container with our labels that no instance owns (say, left by a node that did not
     # answer during a destroy) is removed once past the grace period, not before.
     node = victim.node
-    api = drivers.client_for(node).api
+    api = engine.cached(node).api
     orphan = api.create_container(
         settings.LAB_IMAGE, ["sleep", "60"], name=f"{settings.PLATTER_SITE}-orphan",
         labels={"platter.site": settings.PLATTER_SITE, "platter.instance": "999999"},
@@ -320,7 +322,7 @@ def test_a_worker_killed_mid_launch_has_its_task_run_again_to_running_once(
     site = f"platter.site={settings.PLATTER_SITE}"
     for instance in cluster.instances.select_related("node"):
         labels = {"label": [site, f"platter.instance={instance.id}"]}
-        assert len(drivers.client_for(instance.node).containers.list(all=True, filters=labels)) == 1
+        assert len(engine.cached(instance.node).containers.list(all=True, filters=labels)) == 1
 
 
 def test_beat_destroys_an_expired_lease_and_the_queue_takes_the_freed_disks(
@@ -341,7 +343,7 @@ def test_beat_destroys_an_expired_lease_and_the_queue_takes_the_freed_disks(
     assert expire_leases.delay().get(timeout=30) == [first.id]
     wait_for(first.id, S.DESTROYED)
     assert (
-        drivers.client_for(Node.objects.get(name="lab-1")).containers.list(
+        engine.cached(Node.objects.get(name="lab-1")).containers.list(
             all=True, filters={"label": f"platter.cluster={first.id}"}
         )
         == []
@@ -371,16 +373,16 @@ def test_a_cluster_whose_task_was_lost_is_resumed_by_beat(
     from apps.clusters.reservation import reserve
 
     reserve(cluster.id)
-    assert lifecycle.resume_stalled(older_than=60) == []  # not stalled long enough yet
+    assert operations.resume_stalled(older_than=60) == []  # not stalled long enough yet
 
     settings.DISPATCH_CLUSTER_TASKS = True
-    assert lifecycle.resume_stalled(older_than=0) == [cluster.id]
+    assert operations.resume_stalled(older_than=0) == [cluster.id]
     wait_for(cluster.id, S.RUNNING)
     assert cluster.events.filter(message__contains="resuming").count() == 1
 
     settings.DISPATCH_CLUSTER_TASKS = False  # and now the destroy task "gets lost"
     services.request_destroy(cluster.id, keep_data=False)
     settings.DISPATCH_CLUSTER_TASKS = True
-    assert lifecycle.resume_stalled(older_than=0) == [cluster.id]
+    assert operations.resume_stalled(older_than=0) == [cluster.id]
     wait_for(cluster.id, S.DESTROYED)
     assert cluster.events.filter(message__startswith="wiped 1 disks").count() == 2

@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from apps import nodes
 from apps.accounts.models import Quota
 from apps.catalog.images import missing_images
 from apps.catalog.models import ProductVersion
-from apps.clusters import credentials, services
+from apps.clusters import credentials, plans, services
 from apps.clusters.connection import connection_details
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Address, Node
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
-from workers import containers, drivers
+from apps.nodes import engine
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
 S = Cluster.State
@@ -43,9 +44,7 @@ def launch_default(user, product: str, name: str) -> Cluster:
 
 
 def run(instance: Instance, *argv: str, timeout: float = 300) -> str:
-    code, output = drivers.run_in_container(
-        instance.node, instance.container_id, list(argv), timeout
-    )
+    code, output = nodes.client(instance.node).exec(instance.container_id, list(argv), timeout)
     assert code == 0, output[-2000:]
     return output
 
@@ -57,7 +56,7 @@ def destroy_and_check(cluster: Cluster) -> None:
     addresses = cluster.instances.values_list("address_id", flat=True)
     assert not Address.objects.filter(held=True, id__in=list(addresses)).exists()
     for node in {i.node for i in cluster.instances.select_related("node")}:
-        left = drivers.client_for(node).containers.list(
+        left = engine.cached(node).containers.list(
             all=True, filters={"label": f"platter.cluster={cluster.id}"}
         )
         assert left == []
@@ -69,7 +68,7 @@ def instance(cluster: Cluster, role: str, index: int = 0) -> Instance:
 
 def data_dirs(instance: Instance) -> list[Path]:
     """The instance's /data/N folders, as seen from the node (this machine, in the lab)."""
-    folder = containers.data_folder(instance.cluster)
+    folder = plans.data_folder(instance.cluster)
     return [
         Path(a.disk.mount_path) / folder
         for a in instance.allocations.filter(active=True).select_related("disk")
@@ -84,7 +83,7 @@ def assert_no_secret_shown(cluster: Cluster) -> None:
     for message in cluster.events.values_list("message", flat=True):
         assert not any(s in message for s in secrets), f"an event quotes a secret: {message!r}"
     for member in cluster.instances.filter(active=True).select_related("node"):
-        log = drivers.client_for(member.node).api.logs(member.container_id).decode(errors="replace")
+        log = engine.cached(member.node).api.logs(member.container_id).decode(errors="replace")
         assert not any(s in log for s in secrets), f"{member.hostname}'s log quotes a secret"
 
 
@@ -95,7 +94,7 @@ def shown_string(cluster: Cluster, start: str) -> list[str]:
 
 
 def attempt(member: Instance, *argv: str, timeout: float = 120) -> tuple[int, str]:
-    return drivers.run_in_container(member.node, member.container_id, list(argv), timeout)
+    return nodes.client(member.node).exec(member.container_id, list(argv), timeout)
 
 
 def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, alice):
@@ -142,10 +141,10 @@ def test_hadoop_runs_hdfs_and_mapreduce_and_survives_a_crashed_daemon(
 
     # A crashed NodeManager ends its container; its node's Docker starts it again with the
     # same disks, and YARN counts every NodeManager again.
-    api = drivers.client_for(worker.node).api
+    api = engine.cached(worker.node).api
     # "[n]" so that the pattern does not match the command line of the exec's own shell.
-    code, _ = drivers.run_in_container(
-        worker.node, worker.container_id, ["pkill", "-9", "-f", "[n]odemanager.NodeManager"], 30
+    code, _ = nodes.client(worker.node).exec(
+        worker.container_id, ["pkill", "-9", "-f", "[n]odemanager.NodeManager"], 30
     )
     assert code == 0
     deadline = time.monotonic() + 60

@@ -11,8 +11,8 @@ from apps.clusters.models import Cluster
 from apps.clusters.reservation import reserve
 from apps.clusters.services import InstanceWant, create_cluster
 from apps.clusters.tests.factories import make_network, make_node
+from apps.nodes import NodeClient, NodeError
 from workers import ssh_keys, tasks
-from workers.drivers import NodeError
 
 S = Cluster.State
 
@@ -22,14 +22,14 @@ def execs(monkeypatch):
     """Every exec as (container, argv); answers from `results` (default: success)."""
     calls, results = [], {}
 
-    def fake(node, container, argv, timeout):
+    def fake(client, container, argv, timeout):
         calls.append((container, argv))
         outcome = results.get(container, (0, "ok"))
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
-    monkeypatch.setattr(ssh_keys.drivers, "run_in_container", fake)
+    monkeypatch.setattr(NodeClient, "exec", fake)
     return calls, results
 
 
@@ -67,7 +67,7 @@ def test_it_rewrites_the_keys_of_each_live_cluster_with_sshd(pool, alice, bob, e
 
 
 def _name(cluster: Cluster, role: str) -> str:
-    from workers.containers import container_name
+    from apps.clusters.plans import container_name
 
     return container_name(cluster.id, role, 0)
 
@@ -96,13 +96,13 @@ def test_a_change_during_the_write_is_written_too(pool, alice, execs, monkeypatc
     cluster_of(alice, "spark", S.RUNNING, "a")
     first = ssh.add_key(alice, ed25519_public()).public_key
     later = ed25519_public()
-    real = ssh_keys.drivers.run_in_container
+    real = NodeClient.exec
 
-    def add_meanwhile(node, container, argv, timeout):
+    def add_meanwhile(client, container, argv, timeout):
         if len(calls) == 0:
             ssh.add_key(alice, later)  # another request commits while this exec runs
-        return real(node, container, argv, timeout)
+        return real(client, container, argv, timeout)
 
-    monkeypatch.setattr(ssh_keys.drivers, "run_in_container", add_meanwhile)
+    monkeypatch.setattr(NodeClient, "exec", add_meanwhile)
     ssh_keys.push_keys(alice.id)
     assert [argv[1:] for _, argv in calls] == [[first], [first, later]]

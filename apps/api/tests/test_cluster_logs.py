@@ -2,13 +2,12 @@
 here (the Docker calls are replaced by a log of 30 lines); test_lab_logs.py reads real ones."""
 
 import pytest
-from docker.errors import NotFound
 
 from apps.clusters.models import Cluster
 from apps.clusters.reservation import reserve
 from apps.clusters.tests import fake_logs
 from apps.clusters.tests.factories import make_network, make_node
-from workers import drivers
+from apps.nodes import NodeClient, NodeError, NodeMissing
 
 from .conftest import make_cluster
 
@@ -98,9 +97,9 @@ def test_a_queued_cluster_has_no_container_yet(api, alice, demo, node_log):
 
 def test_a_removed_container_says_it_no_longer_exists(api, placed, monkeypatch):
     def gone(*args, **kwargs):
-        raise NotFound("no such container")
+        raise NodeMissing("lab-1", "no such container")
 
-    monkeypatch.setattr(drivers, "container_log", gone)
+    monkeypatch.setattr(NodeClient, "logs", gone)
     placed.instances.update(container_id="0123abcd")
     Cluster.objects.filter(id=placed.id).update(state=Cluster.State.DESTROYED)
     response = api("owner").get(logs_url(placed))
@@ -111,10 +110,10 @@ def test_a_removed_container_says_it_no_longer_exists(api, placed, monkeypatch):
 
 
 def test_a_node_that_does_not_answer_is_a_503_naming_it(api, placed, monkeypatch):
-    def down(node, *args, **kwargs):
-        raise drivers.NodeError(node.name, "did not answer (ConnectionError)", transient=True)
+    def down(client, *args, **kwargs):
+        raise NodeError(client.name, "did not answer (ConnectionError)", transient=True)
 
-    monkeypatch.setattr(drivers, "container_log", down)
+    monkeypatch.setattr(NodeClient, "logs", down)
     response = api("owner").get(logs_url(placed))
     assert response.status_code == 503
     assert response.json()["error"] == "node_unavailable"
@@ -148,12 +147,12 @@ def test_follow_streams_whole_lines_and_ends_with_the_stream(api, placed, monkey
               "o\n", "2026-11-24T17:00:03.000000000Z three"]  # fmt: skip
     asked = {}
 
-    def follow(node, container, tail, seconds, **options):
+    def follow(client, container, tail, seconds, **options):
         asked.update(tail=tail, seconds=seconds, **options)
         yield from chunks
 
-    monkeypatch.setattr(drivers, "follow_container_log", follow)
-    monkeypatch.setattr(drivers, "container_status", lambda node, container: "running")
+    monkeypatch.setattr(NodeClient, "follow_logs", follow)
+    monkeypatch.setattr(NodeClient, "container_state", lambda client, container: "running")
     response = api("owner").get(logs_url(placed), {"follow": "true", "tail": 5, "seconds": 9})
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"] == "text/plain; charset=utf-8"
@@ -163,7 +162,7 @@ def test_follow_streams_whole_lines_and_ends_with_the_stream(api, placed, monkey
 
 
 def test_follow_of_a_missing_container_is_a_409_before_streaming(api, placed, monkeypatch):
-    monkeypatch.setattr(drivers, "container_status", lambda node, container: None)
+    monkeypatch.setattr(NodeClient, "container_state", lambda client, container: None)
     response = api("owner").get(logs_url(placed), {"follow": "true"})
     assert response.status_code == 409
     assert "no container yet" in response.json()["message"]  # placing, no id recorded yet

@@ -9,12 +9,12 @@ import pytest
 import requests
 from django.urls import reverse
 
+from apps import nodes
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
 from apps.clusters import services
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.tests.waiting import wait_for
-from workers import drivers
 
 from .conftest import token_for
 
@@ -25,8 +25,8 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 def say(instance: Instance, text: str) -> None:
     """A line in the container's log, written to its main process's stdout."""
-    code, output = drivers.run_in_container(
-        instance.node, instance.container_id, ["sh", "-c", f"echo {text} >/proc/1/fd/1"], 30
+    code, output = nodes.client(instance.node).exec(
+        instance.container_id, ["sh", "-c", f"echo {text} >/proc/1/fd/1"], 30
     )
     assert code == 0, output
 

@@ -12,7 +12,7 @@ from rest_framework.viewsets import GenericViewSet
 
 from apps.clusters import logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
-from workers.drivers import NodeError
+from apps.nodes import NodeError
 
 from ..errors import ApiError
 from ..filters import ClusterFilter

@@ -8,7 +8,8 @@ from apps.catalog.product_images import recipe as recipe_module
 from apps.catalog.product_images.build import ensure_built, stage
 from apps.catalog.product_images.recipe import Recipe
 from apps.inventory.models import Node
-from workers import drivers, reconciler
+from apps.nodes import engine
+from workers import reconciler
 
 pytestmark = [pytest.mark.django_db, pytest.mark.lab]
 
@@ -40,7 +41,7 @@ def test_it_builds_once_per_content_and_again_when_a_script_changes(
 
     tiny = Recipe(folder.name, "1", ("nothing to download",), fetch)
     cache = tmp_path / "cache"
-    client = drivers.client_for(Node.objects.get(name="lab-1"))
+    client = engine.cached(Node.objects.get(name="lab-1"))
     try:
         staged = stage(tiny, cache)
         assert ensure_built(client, staged, settings.LAB_IMAGE) is True

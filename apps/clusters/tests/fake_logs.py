@@ -3,7 +3,7 @@ answered with Docker's tail and since rules."""
 
 from datetime import datetime
 
-from workers import drivers
+from apps.nodes import NodeClient
 
 LINES = [(f"2026-11-24T17:00:{i:02d}.123456789Z", f"line {i}") for i in range(30)]
 
@@ -22,10 +22,10 @@ def install(monkeypatch, status: str | None = "running", lines=LINES) -> list[st
     """Replace the node calls; returns the list of containers whose log was read."""
     asked = []
 
-    def container_log(node, container, tail, **options):
+    def logs(client, container, tail, **options):
         asked.append(container)
-        return fake_log(node, container, tail, lines=lines, **options)
+        return fake_log(client.node, container, tail, lines=lines, **options)
 
-    monkeypatch.setattr(drivers, "container_log", container_log)
-    monkeypatch.setattr(drivers, "container_status", lambda node, container: status)
+    monkeypatch.setattr(NodeClient, "logs", logs)
+    monkeypatch.setattr(NodeClient, "container_state", lambda client, container: status)
     return asked

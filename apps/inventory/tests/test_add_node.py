@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from apps.inventory import pki
 from apps.inventory.models import Node
-from workers import drivers
+from apps.nodes import engine
 
 pytestmark = pytest.mark.lab
 
@@ -42,7 +42,7 @@ def rogue_ca(tmp_path):
 
 def test_a_lab_node_registers_under_another_name_with_what_docker_info_says(lab_inventory):
     lab = tls_node(lab_inventory)
-    info = drivers.connect(lab.endpoint, lab.tls_dir).info()
+    info = engine.connect(lab.endpoint, lab.tls_dir).info()
     output = add_node(
         "copy-1", "--endpoint", lab.endpoint, "--tls-dir", lab.tls_dir,
         "--disk-root", lab.disk_root, "--network-parent", lab.network_parent,

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from apps.inventory.models import Disk
-from workers.benchmarks import (
+from apps.inventory.benchmarks import (
     JOBS,
     FioOutputError,
     JobResult,
@@ -16,6 +15,7 @@ from workers.benchmarks import (
     fio_arguments,
     parse_fio,
 )
+from apps.inventory.models import Disk
 
 
 def fio_job(name: str, read: tuple[int, float] = (0, 0.0), write: tuple[int, float] = (0, 0.0)):

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from apps.inventory import pki
 from apps.inventory.models import Node
-from workers import drivers
+from apps.nodes import NodeError, engine
 
 pytestmark = pytest.mark.lab
 
@@ -92,9 +92,9 @@ def test_a_failing_tls_connection_logs_no_key_material(caplog, tls_nodes, lab_ke
     shutil.copy(Path(tls_nodes[0].tls_dir) / "ca.pem", rogue / "ca.pem")
     node = Node(name="rogue-view", endpoint=tls_nodes[0].endpoint, tls_dir=str(rogue))
     caplog.set_level(logging.DEBUG)  # urllib3 and docker's debug lines included
-    client = drivers.connect(node.endpoint, node.tls_dir, timeout=5)
-    with pytest.raises(drivers.NodeError) as raised:
-        drivers.call(node, client.api.ping, "ping")
+    client = engine.connect(node.endpoint, node.tls_dir, timeout=5)
+    with pytest.raises(NodeError) as raised:
+        engine.call(node, client.api.ping, "ping")
     text = caplog.text + str(raised.value) + repr(raised.value.__cause__)
     assert "retrying" in caplog.text  # the driver did log the failures
     assert not leaked(text, rogue / "key.pem", lab_key)
@@ -109,8 +109,8 @@ def test_a_damaged_key_file_is_named_not_quoted(caplog, tls_nodes, tmp_path):
     key.write_text("\n".join(lines[:-2]) + "\n")  # cut off: no END line
     caplog.set_level(logging.DEBUG)
     node = Node(name="damaged", endpoint=tls_nodes[0].endpoint, tls_dir=str(folder))
-    with pytest.raises(drivers.NodeError) as raised:
-        drivers.call(node, lambda: drivers.connect(node.endpoint, node.tls_dir).ping(), "ping")
+    with pytest.raises(NodeError) as raised:
+        engine.call(node, lambda: engine.connect(node.endpoint, node.tls_dir).ping(), "ping")
     body = [line for line in lines if line and "-----" not in line]
     text = caplog.text + str(raised.value) + repr(raised.value)
     assert not [line for line in body if line in text]

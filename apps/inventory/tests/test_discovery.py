@@ -3,8 +3,8 @@
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.inventory.discovery import FoundDisk, discover, parse_probe
 from apps.inventory.models import Disk, Node
-from workers.discovery import FoundDisk, discover, parse_probe
 
 PROBE_OUTPUT = """\
 M 144 143 7:0 / /disks/disk1 rw,relatime - ext4 /dev/loop0 rw

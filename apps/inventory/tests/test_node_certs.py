@@ -17,7 +17,7 @@ from django.core.management import call_command
 
 from apps.inventory import pki
 from apps.inventory.models import Node
-from workers import drivers
+from apps.nodes import engine
 
 
 @pytest.fixture
@@ -138,7 +138,7 @@ def test_node_certs_never_prints_a_private_key(pki_dir, tmp_path):
 
 
 def test_the_files_make_a_mutual_tls_handshake(tls_server, pki_dir):
-    client = drivers.connect(tls_server, str(pki_dir / "client"), timeout=5)
+    client = engine.connect(tls_server, str(pki_dir / "client"), timeout=5)
     assert client.api.ping() is True
 
 
@@ -149,7 +149,7 @@ def test_a_client_of_another_ca_is_refused_by_a_node_set_up_from_node_certs(
     pki.issue(tmp_path / "rogue-ca", tmp_path / "rogue", "intruder", client=True)
     # Trust the real CA, so only our (rogue) client certificate can fail the handshake.
     (tmp_path / "rogue" / "ca.pem").write_bytes((pki_dir / "ca" / "ca.pem").read_bytes())
-    client = drivers.connect(tls_server, str(tmp_path / "rogue"), timeout=5)
+    client = engine.connect(tls_server, str(tmp_path / "rogue"), timeout=5)
     with pytest.raises(requests.exceptions.SSLError) as raised:
         client.api.ping()
     assert not [line for line in key_lines(tmp_path / "rogue" / "key.pem") if line in str(raised)]

@@ -12,8 +12,8 @@ from django.test import Client
 
 from apps.clusters import access
 from apps.clusters.models import Cluster, Instance
+from apps.nodes import engine
 from apps.web.tests.browsing import sign_in
-from workers import drivers
 from workers.tests.test_products import instance, launch_default
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
@@ -28,6 +28,7 @@ def assert_host_reaches(address: str) -> None:
 PROBE = """
 import time
 from pyspark.sql import SparkSession
+from apps.nodes import engine
 spark = SparkSession.builder.appName("ui-probe").getOrCreate()
 spark.range(1000).count()
 time.sleep(120)
@@ -39,7 +40,7 @@ def start_application(master: Instance) -> None:
     """A PySpark application on the master that holds its UI open for two minutes."""
     script = f"cat >/tmp/ui-probe.py <<'EOF'\n{PROBE}\nEOF\n"
     script += "spark-submit --executor-memory 512m /tmp/ui-probe.py >/tmp/ui-probe.log 2>&1"
-    api = drivers.client_for(master.node).api
+    api = engine.cached(master.node).api
     started = api.exec_create(master.container_id, ["sh", "-c", script])
     api.exec_start(started["Id"], detach=True)
 

@@ -44,7 +44,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
                 form.add_error(name if name in form.fields else None, message)
         except services.QuotaExceeded as exc:
             form.add_error(None, f"Over your quota: {exc}")
-        except ImageUnavailable as exc:
+        except (ImageUnavailable, services.NeverFits) as exc:
             form.add_error(None, f"Cannot launch: {exc}")
         except services.LeaseError as exc:
             form.add_error("lease", str(exc))

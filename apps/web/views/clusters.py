@@ -14,7 +14,7 @@ from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
-from workers.drivers import NodeError
+from apps.nodes import NodeError
 
 from ..htmx import htmx_partial
 

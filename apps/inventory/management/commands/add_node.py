@@ -44,7 +44,7 @@ class Command(BaseCommand):
         )  # fmt: skip
 
     def handle(self, *args, name: str, endpoint: str, tls_dir: str, **options) -> None:
-        from workers.probe import ProbeError, probe  # the node drivers live with the workers
+        from apps.nodes.probe import ProbeError, probe
 
         try:
             check_name(name)

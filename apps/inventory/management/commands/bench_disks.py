@@ -21,8 +21,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, node: str | None, set_kind: bool, **options) -> None:
-        from workers.benchmarks import bench_node  # the node drivers live with the workers
-        from workers.drivers import NodeError
+        from apps.inventory.benchmarks import bench_node
+        from apps.nodes import NodeError
 
         if node:
             nodes = list(Node.objects.filter(name=node))

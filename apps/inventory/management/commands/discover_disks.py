@@ -12,8 +12,8 @@ class Command(BaseCommand):
         parser.add_argument("node", help="node name")
 
     def handle(self, *args, node: str, **options) -> None:
-        from workers.discovery import discover  # the node drivers live with the workers
-        from workers.drivers import NodeError
+        from apps.inventory.discovery import discover
+        from apps.nodes import NodeError
 
         try:
             record = Node.objects.get(name=node)

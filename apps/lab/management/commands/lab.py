@@ -23,3 +23,6 @@ class Command(BaseCommand):
                 )
         except LabError as exc:
             raise CommandError(str(exc)) from exc
+        except KeyboardInterrupt:
+            # `up` took back what it had started, `down` finished first (apps/lab/teardown).
+            raise CommandError(f"lab {action} interrupted") from None

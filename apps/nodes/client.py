@@ -1,0 +1,407 @@
+"""NodeClient: what Platter asks of one node, in plain values and typed errors.
+
+Output of a command run in a container goes to a file in the container's /tmp: reading it back
+is a plain HTTP request, while attaching to an exec needs a hijacked connection that docker's
+ssh:// transport breaks (BrokenPipeError).
+"""
+
+import codecs
+import io
+import logging
+import tarfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import TypeVar
+
+import docker
+from django.conf import settings
+from docker.errors import DockerException
+
+from . import engine
+from .engine import Endpoint
+from .errors import NodeConflict, NodeError, NodeMissing
+from .specs import LOG_CONFIG, ContainerSpec
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+EXEC_OUTPUT = "/tmp/.platter-exec-{}"  # noqa: S108 (inside the container, one file per run)
+
+
+class NodeClient:
+    """One node's Docker Engine, reached through its endpoint; every method raises NodeError
+    (or a subclass) naming the node and what was being done."""
+
+    def __init__(self, node: Endpoint) -> None:
+        self.node = node
+        self.name = node.name
+
+    # -------------------------------------------------------------- plumbing
+
+    @property
+    def _api(self) -> docker.APIClient:
+        try:
+            return engine.cached(self.node).api
+        except DockerException as error:  # the ssh transport fails while connecting
+            raise engine.classify(self.name, error, "connect") from error
+
+    def _call(self, action: Callable[[docker.APIClient], T], what: str) -> T:
+        return engine.call(self.node, lambda: action(self._api), what)
+
+    def forget(self) -> None:
+        """Drop the cached connection, e.g. after the node's daemon restarted."""
+        engine.forget(self.node)
+
+    def ping(self) -> None:
+        self._call(lambda api: api.ping(), "ping")
+
+    # -------------------------------------------------------------- containers
+
+    def inspect(self, name: str) -> dict | None:
+        """The Engine's record of a container, or None when the node has none by that name."""
+        try:
+            return self._call(lambda api: api.inspect_container(name), f"inspect {name}")
+        except NodeMissing:
+            return None
+
+    def container_state(self, name: str) -> str | None:
+        """The container's state as Docker names it ("running", "exited", ...), or None."""
+        info = self.inspect(name)
+        return info["State"]["Status"] if info else None
+
+    def containers(self, labels: dict[str, str]) -> list[dict]:
+        """Every container (running or not) carrying all these labels, as the Engine lists
+        them (Id, Names, Labels, State, Status, Created)."""
+        wanted = [f"{k}={v}" for k, v in labels.items()]
+        return self._call(
+            lambda api: api.containers(all=True, filters={"label": wanted}), "list containers"
+        )
+
+    def ensure_running(self, spec: ContainerSpec) -> tuple[str, float]:
+        """The container exists as specified and runs; returns (id, seconds taken). One with
+        the same fingerprint is reused (a retried task); one made from an older spec is
+        replaced."""
+        started = time.monotonic()
+        info = self.inspect(spec.name)
+        if info and info["Config"]["Labels"].get("platter.fingerprint") != spec.fingerprint():
+            self.remove(spec.name)
+            info = None
+        if info is None:
+            try:
+                created = self._call(
+                    lambda api: api.create_container(**self._create_arguments(api, spec)),
+                    f"create {spec.hostname}",
+                )
+                container_id = created["Id"]
+            except NodeConflict:  # an earlier try made it
+                container_id = self._call(
+                    lambda api: api.inspect_container(spec.name), f"inspect {spec.name}"
+                )["Id"]
+        else:
+            container_id = info["Id"]
+            if info["State"]["Running"]:
+                return container_id, time.monotonic() - started
+        self._call(lambda api: api.start(container_id), f"start {spec.hostname}")
+        return container_id, time.monotonic() - started
+
+    @staticmethod
+    def _create_arguments(api: docker.APIClient, spec: ContainerSpec) -> dict:
+        network = spec.network
+        limits: dict = {}
+        if settings.CONTAINER_ROOTFS_LIMIT:  # needs overlay2 on xfs with project quotas
+            limits["storage_opt"] = {"size": settings.CONTAINER_ROOTFS_LIMIT}
+        host_config = api.create_host_config(
+            binds=spec.binds,
+            nano_cpus=spec.cores * 1_000_000_000,
+            mem_limit=f"{spec.memory_mb}m",
+            memswap_limit=f"{spec.memory_mb}m",  # no swap beyond the reserved memory
+            pids_limit=settings.CONTAINER_PIDS_LIMIT,
+            cap_drop=["ALL"],
+            cap_add=spec.capabilities,
+            security_opt=["no-new-privileges"],
+            privileged=False,
+            network_mode=network,
+            extra_hosts=spec.extra_hosts,
+            log_config=LOG_CONFIG,
+            # A crashed product process comes back with its disks, as under any supervisor.
+            restart_policy={
+                "Name": "on-failure",
+                "MaximumRetryCount": settings.CONTAINER_RESTARTS,
+            },
+            **limits,
+            **spec.throttles,
+        )
+        networking = api.create_networking_config(
+            {network: api.create_endpoint_config(ipv4_address=spec.address)}
+        )
+        return {
+            "image": spec.image,
+            "command": spec.command,
+            "name": spec.name,
+            "hostname": spec.hostname,
+            "labels": {**spec.labels, "platter.fingerprint": spec.fingerprint()},
+            "environment": spec.environment,
+            "user": spec.user or None,
+            "host_config": host_config,
+            "networking_config": networking,
+            "detach": True,
+        }
+
+    def start(self, name: str) -> None:
+        self._call(lambda api: api.start(name), f"start {name}")
+
+    def stop(self, name: str, timeout: int | None = None) -> None:
+        """Stop a container; one the node does not have counts as stopped."""
+        seconds = settings.CONTAINER_STOP_TIMEOUT if timeout is None else timeout
+        with suppress(NodeMissing):
+            self._call(lambda api: api.stop(name, timeout=seconds), f"stop {name}")
+
+    def remove(self, name: str) -> None:
+        """Remove a container, running or not; one the node does not have counts as removed."""
+        with suppress(NodeMissing):
+            self._call(lambda api: api.remove_container(name, force=True), f"remove {name}")
+
+    def kill(self, name: str, signal: str = "KILL") -> None:
+        self._call(lambda api: api.kill(name, signal=signal), f"kill {name}")
+
+    # -------------------------------------------------------------- commands and logs
+
+    def exec(self, container: str, argv: list[str], timeout: float) -> tuple[int, str]:
+        """Run argv in a running container (which needs a POSIX sh); returns the exit code and
+        the output, or raises TimeoutError when it runs longer than `timeout` seconds."""
+        output_file = EXEC_OUTPUT.format(uuid.uuid4().hex[:12])
+        wrapped = ["sh", "-c", f'"$@" >{output_file} 2>&1', "platter-exec", *argv]
+        what = f"exec in {container}"
+        # An exec starts only once: when the start fails (runc refuses execs into a container
+        # whose process is just starting), a new exec is made rather than the same one
+        # retried (which answers "already run").
+        created = self._call(lambda api: api.exec_create(container, wrapped), what)
+        for attempt in range(1, settings.NODE_API_RETRIES + 1):
+            try:
+                self._api.exec_start(created["Id"], detach=True)
+                break
+            except Exception as error:
+                if attempt == settings.NODE_API_RETRIES:
+                    raise engine.classify(self.name, error, what) from error
+                log.warning("node %s: %s failed (%s); a new exec", self.name, what, error)
+                time.sleep(0.2 * attempt)
+                created = self._call(lambda api: api.exec_create(container, wrapped), what)
+        deadline = time.monotonic() + timeout
+        pause = 0.02
+        while True:
+            state = self._call(lambda api: api.exec_inspect(created["Id"]), what)
+            if not state["Running"]:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{argv[0]} ran longer than {timeout:.0f} s in {container}")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+        stream, _ = self._call(
+            lambda api: api.get_archive(container, output_file), "read exec output"
+        )
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile(archive.getmembers()[0])
+            output = member.read().decode(errors="replace") if member else ""
+        return state["ExitCode"], output
+
+    def logs(
+        self,
+        container: str,
+        tail: int,
+        *,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> str:
+        """The last `tail` lines of a container's log (stdout and stderr in the order written),
+        only those at or after `since` (seconds since the epoch) when given. NodeMissing when
+        the node has no such container."""
+        options: dict = {"tail": tail, "timestamps": timestamps}
+        if since is not None:
+            options["since"] = since
+        raw = self._call(lambda api: api.logs(container, **options), f"read the log of {container}")
+        return raw.decode(errors="replace")
+
+    def follow_logs(
+        self,
+        container: str,
+        tail: int,
+        seconds: float,
+        *,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> Iterator[str]:
+        """The last `tail` lines (of those at or after `since`, when given), then new output
+        as the container writes it, for at most `seconds`, or until the container stops.
+
+        The daemon checks `until` only when a line comes, and the SDK reads the stream without
+        a timeout, so a timer cuts the stream when time is up. The stream has a client of its
+        own: cutting it leaves the node's cached client and its pooled connections alone."""
+        try:
+            client = engine.connect(self.node.endpoint, self.node.tls_dir)
+        except DockerException as error:
+            raise engine.classify(self.name, error, "connect") from error
+        options: dict = {"tail": tail, "timestamps": timestamps, "until": time.time() + seconds}
+        if since is not None:
+            options["since"] = since
+        try:
+            stream = engine.call(
+                self.node,
+                lambda: client.api.logs(container, stream=True, follow=True, **options),
+                f"follow the log of {container}",
+            )
+        except BaseException:
+            client.close()
+            raise
+        timer = threading.Timer(seconds, _cut, (stream,))
+        timer.daemon = True
+        timer.start()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # split characters
+        try:
+            for chunk in stream:
+                if text := decoder.decode(chunk):
+                    yield text
+            if rest := decoder.decode(b"", final=True):
+                yield rest
+        finally:  # also when the reader left early
+            timer.cancel()
+            _cut(stream)
+            client.close()
+
+    def run_helper(
+        self,
+        command: list[str],
+        binds: list[str],
+        capabilities: tuple[str, ...] = (),
+        *,
+        image: str = "",
+        entrypoint: list[str] | None = None,
+        host_options: dict | None = None,
+    ) -> tuple[int, str]:
+        """Run a short-lived helper container (our own small image unless `image` names
+        another, no network, only the given binds) to completion; returns its exit code and
+        output. Used for disk discovery, wipes and disk benchmarks (which add blkio throttles:
+        host_options)."""
+        image = image or settings.NODE_HELPER_IMAGE
+        self.ensure_image(image)
+        api = self._api
+        host_config = api.create_host_config(
+            binds=binds,
+            network_mode="none",
+            cap_drop=["ALL"],
+            cap_add=list(capabilities),
+            security_opt=["no-new-privileges"],
+            pids_limit=64,
+            **(host_options or {}),
+        )
+        name = f"platter-helper-{uuid.uuid4().hex[:12]}"
+        labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1"}
+        container = self._call(
+            lambda api: api.create_container(
+                image,
+                command,
+                name=name,
+                labels=labels,
+                host_config=host_config,
+                detach=True,
+                entrypoint=entrypoint,
+            ),
+            "create a helper container",
+        )
+        try:
+            self._call(lambda api: api.start(container["Id"]), "start a helper container")
+            # The SDK's wait has no timeout of its own: a helper stuck on a hung disk would
+            # hold its worker slot for good.
+            status = self._call(
+                lambda api: api.wait(container["Id"], timeout=settings.NODE_HELPER_TIMEOUT),
+                "wait for a helper container",
+            )
+            output = self._call(
+                lambda api: api.logs(container["Id"], stdout=True, stderr=True),
+                "read a helper's output",
+            ).decode(errors="replace")
+            return status.get("StatusCode", -1), output
+        finally:
+            try:
+                api.remove_container(container["Id"], force=True)
+            except Exception:  # noqa: BLE001 (the reconciler removes leftovers)
+                log.warning("node %s: could not remove helper %s", self.name, name)
+
+    # -------------------------------------------------------------- images and networks
+
+    def images(self) -> list[str]:
+        """Every "repo:tag" the node holds, sorted."""
+        return repo_tags(self._call(lambda api: api.images(), "list images"))
+
+    def has_image(self, image: str) -> bool:
+        try:
+            self._call(lambda api: api.inspect_image(image), f"inspect image {image}")
+        except NodeMissing:
+            return False
+        return True
+
+    def ensure_image(self, image: str) -> None:
+        """Use the node's copy of the image, else pull it; a failed pull names the image."""
+        if self.has_image(image):
+            return
+        try:  # the SDK splits off the tag (or digest) itself, defaulting to latest
+            self._call(lambda api: api.pull(image), f"pull {image}")
+        except NodeError as error:
+            raise NodeMissing(
+                self.name,
+                f"image {image} is not on the node and could not be pulled: {error.message}",
+            ) from error
+
+    def ensure_network(self, name: str, subnet: str, gateway: str, parent: str) -> None:
+        """A macvlan network on the node on first use; an existing one is kept."""
+
+        def create(api: docker.APIClient) -> None:
+            if api.networks(names=[name]):
+                return
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[docker.types.IPAMPool(subnet=subnet, gateway=gateway)]
+            )
+            api.create_network(name, driver="macvlan", ipam=ipam, options={"parent": parent})
+
+        self._call(create, f"create the network {name}")
+
+
+def repo_tags(images: list[dict]) -> list[str]:
+    """The "repo:tag" names in an Engine API image listing (untagged images have none)."""
+    return sorted({t for i in images for t in i.get("RepoTags") or [] if t != "<none>:<none>"})
+
+
+def _cut(stream: docker.types.CancellableStream) -> None:
+    """End a log stream, from any thread. The SDK's close() shuts the socket down for tcp://
+    and unix://, but over ssh:// the "socket" is an ssh process (its file has a `channel`, the
+    SDK's SSHSocket), which close() ends."""
+    try:
+        channel = getattr(stream._response.raw._fp.fp, "channel", None)
+        if channel is not None:
+            channel.close()
+        else:
+            stream.close()
+    except (AttributeError, OSError, DockerException):  # already ended
+        pass
+
+
+# -------------------------------------------------------------- the factory tests can swap
+
+_factory: Callable[[Endpoint], NodeClient] = NodeClient
+
+
+def client(node: Endpoint) -> NodeClient:
+    """The client for a node: the real one, or the fake a unit test installed."""
+    return _factory(node)
+
+
+@contextmanager
+def installed(factory: Callable[[Endpoint], NodeClient]) -> Iterator[None]:
+    """Use `factory` for every node within the block (apps.nodes.fake.FakeNodes)."""
+    global _factory
+    previous, _factory = _factory, factory
+    try:
+        yield
+    finally:
+        _factory = previous

@@ -1,0 +1,184 @@
+"""In-memory nodes for unit tests of code above the node layer.
+
+    with FakeNodes() as nodes:
+        nodes.down("lab-2")                      # every call to lab-2 raises NodeUnreachable
+        nodes.fail("exec", NodeRefused("lab-1", "no"))  # the next exec anywhere raises it
+        ...                                      # code under test calls apps.nodes.client(node)
+        assert nodes.running("lab-1") == [...]
+
+Tests of the real thing run against the lab's dockerds; this fake only stands in where a test
+is about the logic above the nodes (retries, state changes, releases).
+"""
+
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .client import installed
+from .engine import Endpoint
+from .errors import NodeError, NodeMissing, NodeUnreachable
+from .specs import ContainerSpec
+
+
+@dataclass
+class FakeContainer:
+    id: str
+    name: str
+    labels: dict[str, str]
+    state: str = "created"
+    created: float = field(default_factory=time.time)
+    log: str = ""
+    spec: ContainerSpec | None = None
+
+
+class FakeNodes:
+    """The state of every fake node; installed as the node layer's factory while in use."""
+
+    def __init__(self) -> None:
+        self.containers: dict[str, dict[str, FakeContainer]] = {}
+        self.unreachable: set[str] = set()
+        self.failures: dict[str, list[Exception]] = {}
+        self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
+        self.exec_results: dict[str, tuple[int, str]] = {}
+        self._ids = itertools.count(1)
+        self._installed = None
+
+    def __enter__(self) -> "FakeNodes":
+        self._installed = installed(lambda node: FakeNodeClient(self, node))
+        self._installed.__enter__()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._installed.__exit__(*exc_info)
+
+    def down(self, node: str) -> None:
+        self.unreachable.add(node)
+
+    def up(self, node: str) -> None:
+        self.unreachable.discard(node)
+
+    def fail(self, method: str, error: Exception) -> None:
+        """The next call of `method` (on any node) raises `error`."""
+        self.failures.setdefault(method, []).append(error)
+
+    def on(self, node: str) -> dict[str, FakeContainer]:
+        return self.containers.setdefault(node, {})
+
+    def running(self, node: str) -> list[str]:
+        return sorted(c.name for c in self.on(node).values() if c.state == "running")
+
+    def names(self, node: str) -> list[str]:
+        return sorted(self.on(node))
+
+
+class FakeNodeClient:
+    """NodeClient's methods over FakeNodes' state."""
+
+    def __init__(self, nodes: FakeNodes, node: Endpoint) -> None:
+        self.nodes, self.node, self.name = nodes, node, node.name
+
+    def _enter(self, method: str, target: str = "") -> dict[str, FakeContainer]:
+        self.nodes.calls.append((self.name, method, target))
+        if self.name in self.nodes.unreachable:
+            raise NodeUnreachable(self.name, f"{method}: did not answer (fake node down)")
+        queued = self.nodes.failures.get(method)
+        if queued:
+            raise queued.pop(0)
+        return self.nodes.on(self.name)
+
+    def _get(self, method: str, name: str) -> FakeContainer:
+        on_node = self._enter(method, name)
+        found = on_node.get(name) or next((c for c in on_node.values() if c.id == name), None)
+        if found is None:
+            raise NodeMissing(self.name, f"{method} {name}: No such container")
+        return found
+
+    def forget(self) -> None:
+        pass
+
+    def ping(self) -> None:
+        self._enter("ping")
+
+    def inspect(self, name: str) -> dict | None:
+        found = self._enter("inspect", name).get(name)
+        if found is None:
+            return None
+        return {
+            "Id": found.id,
+            "State": {"Status": found.state, "Running": found.state == "running"},
+            "Config": {"Labels": found.labels},
+        }
+
+    def container_state(self, name: str) -> str | None:
+        info = self.inspect(name)
+        return info["State"]["Status"] if info else None
+
+    def containers(self, labels: dict[str, str]) -> list[dict]:
+        found = self._enter("containers").values()
+        return [
+            {
+                "Id": c.id,
+                "Names": [f"/{c.name}"],
+                "Labels": c.labels,
+                "State": c.state,
+                "Status": c.state,
+                "Created": c.created,
+            }
+            for c in found
+            if all(c.labels.get(k) == v for k, v in labels.items())
+        ]
+
+    def ensure_running(self, spec: ContainerSpec) -> tuple[str, float]:
+        on_node = self._enter("ensure_running", spec.name)
+        found = on_node.get(spec.name)
+        labels = {**spec.labels, "platter.fingerprint": spec.fingerprint()}
+        if found is None or found.labels != labels:
+            found = FakeContainer(f"fake{next(self.nodes._ids)}", spec.name, labels, spec=spec)
+            on_node[spec.name] = found
+        found.state = "running"
+        return found.id, 0.0
+
+    def start(self, name: str) -> None:
+        self._get("start", name).state = "running"
+
+    def stop(self, name: str, timeout: int | None = None) -> None:
+        found = self._enter("stop", name).get(name)
+        if found is not None:
+            found.state = "exited"
+
+    def remove(self, name: str) -> None:
+        self._enter("remove", name).pop(name, None)
+
+    def kill(self, name: str, signal: str = "KILL") -> None:
+        self._get("kill", name).state = "exited"
+
+    def exec(self, container: str, argv: list[str], timeout: float) -> tuple[int, str]:
+        found = self._get("exec", container)
+        if found.state != "running":
+            raise NodeError(self.name, f"exec in {container}: container is not running")
+        return self.nodes.exec_results.get(argv[0], (0, ""))
+
+    def logs(self, container: str, tail: int, **options) -> str:
+        return "\n".join(self._get("logs", container).log.splitlines()[-tail:])
+
+    def follow_logs(self, container: str, tail: int, seconds: float, **options) -> Iterator[str]:
+        yield self.logs(container, tail)
+
+    def run_helper(self, command: list[str], binds: list[str], *args, **options) -> tuple[int, str]:
+        self._enter("run_helper", " ".join(command))
+        return 0, ""
+
+    def images(self) -> list[str]:
+        self._enter("images")
+        return []
+
+    def has_image(self, image: str) -> bool:
+        self._enter("has_image", image)
+        return True
+
+    def ensure_image(self, image: str) -> None:
+        self._enter("ensure_image", image)
+
+    def ensure_network(self, name: str, subnet: str, gateway: str, parent: str) -> None:
+        self._enter("ensure_network", name)

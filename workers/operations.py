@@ -1,0 +1,251 @@
+"""Cluster operations: which operation moves a cluster on from each state, and the one runner
+every operation goes through.
+
+The runner holds the cluster's lock while a step of workers/lifecycle.py runs, and is the only
+place that decides what a failure means:
+
+- a node that did not answer (a transient NodeError) is retried by the task, a few times;
+- a launch whose containers could not start on one node goes back to the queue, away from it;
+- anything else, and a transient error past its retries, fails the cluster: an event with the
+  reason, its containers removed where the nodes answer, and everything it held (disks,
+  addresses, its network segment) given back, with its data kept for a later reuse. That
+  happens once, under the cluster's row lock, and only while the cluster is still in a state
+  the operation works on: a failure that lost a race does nothing.
+
+No task and no step handles failure on its own.
+"""
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.clusters import jobs
+from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.reservation import release
+from apps.clusters.transitions import record_event, transition
+from apps.nodes import NodeError
+
+from . import lifecycle
+from .lifecycle import PlacementFailed
+
+log = logging.getLogger(__name__)
+S = Cluster.State
+LOCK_NAMESPACE = 7217  # first key of our advisory locks; the second is the cluster id
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    task: str  # the Celery task that runs it (apps.clusters.jobs)
+    works_in: tuple[str, ...]  # the states it moves a cluster on from
+    step: Callable[[int], str]
+    retries: Callable[[], int]  # task retries of a node that does not answer
+    lock_wait: Callable[[], float]  # seconds to wait for another worker on the cluster
+
+
+# The lifecycle table. A user's request (apps.clusters.services) or the admission queue puts a
+# cluster in one of the working states; the operation for that state takes it on. The moves
+# themselves are apps.clusters.transitions.ALLOWED. running, degraded, stopped, failed and
+# destroyed wait for a user, a lease or the reconciler.
+OPERATIONS: dict[str, Operation] = {
+    "launch": Operation(
+        "launch",
+        jobs.LAUNCH,
+        (S.QUEUED, S.PLACING, S.CONFIGURING),
+        lifecycle.launch,
+        lambda: 0,
+        lambda: 0,
+    ),
+    "start": Operation(
+        "start",
+        jobs.START,
+        (S.CONFIGURING,),
+        lifecycle.start,
+        lambda: settings.CLUSTER_TASK_RETRIES,
+        lambda: settings.CLUSTER_LOCK_WAIT,
+    ),
+    "stop": Operation(
+        "stop",
+        jobs.STOP,
+        (S.STOPPING,),
+        lifecycle.stop,
+        lambda: settings.CLUSTER_TASK_RETRIES,
+        lambda: settings.CLUSTER_LOCK_WAIT,
+    ),
+    "destroy": Operation(
+        "destroy",
+        jobs.DESTROY,
+        (S.DESTROYING,),
+        lifecycle.destroy,
+        lambda: settings.DESTROY_RETRIES,
+        lambda: settings.CLUSTER_LOCK_WAIT,
+    ),
+}
+# Which operation takes a cluster on in each working state (configuring: a first launch, or
+# the start of a stopped cluster, told apart by running_at).
+BY_STATE = {
+    S.PLACING: "launch",
+    S.CONFIGURING: "launch",
+    S.STOPPING: "stop",
+    S.DESTROYING: "destroy",
+}
+
+
+class Retry(Exception):
+    """A transient failure with retries left: the task runs the operation again later."""
+
+    def __init__(self, error: Exception, countdown: int) -> None:
+        super().__init__(str(error))
+        self.error, self.countdown = error, countdown
+
+
+@contextlib.contextmanager
+def cluster_lock(cluster_id: int, wait: float = 0) -> Iterator[bool]:
+    """Hold the cluster's advisory lock (waiting up to `wait` seconds); yields whether it was
+    obtained. It is tied to the worker's database session, so a killed worker never leaves it
+    held."""
+    deadline = time.monotonic() + wait
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, cluster_id])
+            got = cursor.fetchone()[0]
+            if got or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, cluster_id])
+
+
+def run(name: str, cluster_id: int, attempt: int = 0) -> str:
+    """Run one operation on a cluster; returns the state it is left in. Raises Retry when a
+    node did not answer and the operation has retries left (the task retries later)."""
+    operation = OPERATIONS[name]
+    with cluster_lock(cluster_id, wait=operation.lock_wait()) as locked:
+        if not locked:
+            if name == "launch":
+                return "busy"  # another worker is on it and will finish the job
+            busy = NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
+            raise Retry(busy, countdown=5)
+        try:
+            return operation.step(cluster_id)
+        except Exception as error:  # noqa: BLE001 (every failure is decided here, and only here)
+            return _failed(operation, cluster_id, error, attempt)
+
+
+def _failed(operation: Operation, cluster_id: int, error: Exception, attempt: int) -> str:
+    if isinstance(error, NodeError) and error.transient and attempt < operation.retries():
+        log.warning("cluster %s: %s: %s; retrying", cluster_id, operation.name, error)
+        raise Retry(error, countdown=_countdown(operation))
+    if isinstance(error, PlacementFailed) and requeue(cluster_id, error):
+        return S.QUEUED
+    if not isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
+        log.error("cluster %s: %s failed", cluster_id, operation.name, exc_info=error)
+    fail(cluster_id, operation.works_in, reason(operation, error))
+    return Cluster.objects.get(id=cluster_id).state
+
+
+def _countdown(operation: Operation) -> int:
+    return settings.DESTROY_RETRY_SECONDS if operation.name == "destroy" else 5
+
+
+def reason(operation: Operation, error: Exception) -> str:
+    """What went wrong, in words a user understands."""
+    if isinstance(error, PlacementFailed) and error.transient:
+        return f"{error}; no other node could take the cluster. Try again later."
+    if isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
+        return str(error)
+    return (
+        f"Platter could not {operation.name} this cluster ({type(error).__name__}: {error}). "
+        "Please report it to the administrators."
+    )
+
+
+def fail(cluster_id: int, sources: tuple[str, ...] | str, why: str) -> bool:
+    """The cluster fails with `why`: its containers removed where the nodes answer (the
+    reconciler removes the rest once they do), everything it held given back with its data
+    kept. Exactly once: False, and nothing done, when the cluster already left `sources`."""
+    sources = (sources,) if isinstance(sources, str) else tuple(sources)
+    cluster = Cluster.objects.filter(id=cluster_id, state__in=sources).first()
+    if cluster is None:
+        return False
+    lifecycle.remove_all(cluster)
+    with transaction.atomic():
+        locked = Cluster.objects.select_for_update().get(id=cluster_id)
+        if locked.state not in sources:
+            return False
+        transition(cluster_id, locked.state, S.FAILED, why)
+        # Nothing a user owns is lost to a failure: the data stays for a reuse or a wipe.
+        release(cluster_id, keep_data=True)
+        Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
+    return True
+
+
+def requeue(cluster_id: int, failure: PlacementFailed) -> bool:
+    """A placement that failed on one node goes back to the queue away from it, with
+    everything given back, while attempts are left and another node may help. False when the
+    cluster should fail instead."""
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
+        retry = (
+            cluster.state == S.PLACING
+            and failure.transient
+            and failure.node is not None
+            and cluster.reuse_data_of_id is None  # its data is on those nodes only
+            and cluster.placement_attempts + 1 < settings.SCHEDULER_PLACE_ATTEMPTS
+        )
+        if not retry:
+            return False
+    record_event(cluster_id, str(failure), ClusterEvent.Level.ERROR)
+    lifecycle.remove_all(cluster)
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
+        if cluster.state != S.PLACING:
+            return True  # a destroy came first; it releases
+        release(cluster_id, keep_data=False)  # a first launch wrote nothing worth keeping
+        Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
+        cluster.avoid_nodes = sorted({*cluster.avoid_nodes, failure.node.id})
+        cluster.placement_attempts += 1
+        cluster.save(update_fields=["avoid_nodes", "placement_attempts"])
+        transition(cluster_id, S.PLACING, S.QUEUED, f"re-placing away from {failure.node.name}")
+    return True
+
+
+def resume_stalled(older_than: float | None = None) -> list[int]:
+    """Hand clusters left mid-way (their task lost, e.g. with a broker restart) back to the
+    workers: any cluster in a working state for longer than STALL_SECONDS whose lock nobody
+    holds. The operations are safe to run again, so this can never do a step twice."""
+    seconds = settings.STALL_SECONDS if older_than is None else older_than
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    stalled = (
+        Cluster.objects.filter(state=S.PLACING, placing_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.CONFIGURING, configuring_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.STOPPING, stopping_at__lt=cutoff)
+        | Cluster.objects.filter(state=S.DESTROYING, destroying_at__lt=cutoff)
+    )
+    resumed = []
+    for cluster in stalled.order_by("id"):
+        with cluster_lock(cluster.id) as free:
+            if not free:
+                continue  # a worker is on it
+        name = BY_STATE[cluster.state]
+        if cluster.state == S.CONFIGURING and cluster.running_at is not None:
+            name = "start"  # a restart of a stopped cluster, not a first launch
+        record_event(
+            cluster.id,
+            f"{cluster.state} for over {seconds:.0f} s: resuming",
+            ClusterEvent.Level.WARNING,
+        )
+        jobs.dispatch(OPERATIONS[name].task, cluster.id)
+        resumed.append(cluster.id)
+    return resumed

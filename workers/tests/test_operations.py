@@ -1,0 +1,215 @@
+"""The one failure policy, above the node boundary (apps.nodes.fake): every operation ends
+with the cluster working, back in the queue, or failed with a reason, and a failed cluster
+holds nothing (disks, addresses, its segment), exactly once. The same policy on the real lab:
+workers/tests/test_faults.py."""
+
+import pytest
+from django.core.management import call_command
+
+from apps.catalog.models import ProductVersion
+from apps.clusters import plans, services
+from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
+from apps.clusters.reservation import reserve
+from apps.clusters.tests.factories import make_network, make_node
+from apps.clusters.tests.parallel import run_together
+from apps.inventory.models import Address, Network
+from apps.nodes import NodeRefused, NodeUnreachable
+from apps.nodes.fake import FakeNodes
+from workers import operations, reconciler
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = Cluster.State
+
+
+@pytest.fixture
+def fake_nodes():
+    with FakeNodes() as fake:
+        yield fake
+
+
+@pytest.fixture
+def pool():
+    make_network()
+    return [make_node(disks={"ssd": 4}) for _ in range(2)]
+
+
+@pytest.fixture
+def demo():
+    call_command("load_catalog", verbosity=0)
+    return ProductVersion.objects.get(product__name="demo")
+
+
+def placed(owner, version, size: int = 2) -> Cluster:
+    """A demo cluster reserved on the pool: placing, everything held."""
+    wants = [services.InstanceWant("master", i, 1, 256, 1, "ssd") for i in range(size)]
+    cluster = services.create_cluster(owner, version, f"c{Cluster.objects.count()}", wants)
+    reserve(cluster.id)
+    cluster.refresh_from_db()
+    assert cluster.state == S.PLACING
+    return cluster
+
+
+def holds_nothing(cluster: Cluster) -> bool:
+    return (
+        not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
+        and not Instance.objects.filter(cluster=cluster, active=True).exists()
+        and not Address.objects.filter(
+            id__in=Instance.objects.filter(cluster=cluster).values("address_id"), held=True
+        ).exists()
+        and not Network.objects.filter(holder=cluster).exists()
+    )
+
+
+def failures(cluster: Cluster) -> list[str]:
+    return list(
+        cluster.events.filter(message__startswith="failed").values_list("message", flat=True)
+    )
+
+
+def test_a_launch_runs_to_running_on_fake_nodes(fake_nodes, pool, alice, demo):
+    cluster = placed(alice, demo)
+    assert operations.run("launch", cluster.id) == S.RUNNING
+    assert sum(len(fake_nodes.running(n.name)) for n in pool) == 2
+
+
+def test_a_bug_in_a_step_fails_the_cluster_with_a_reason_and_releases_everything(
+    fake_nodes, pool, alice, demo, monkeypatch
+):
+    cluster = placed(alice, demo)
+
+    def broken(_cluster):
+        raise KeyError("roles")
+
+    monkeypatch.setattr(plans, "plans_for", broken)
+    assert operations.run("launch", cluster.id) == S.FAILED
+    cluster.refresh_from_db()
+    assert "Platter could not launch this cluster (KeyError: 'roles')" in cluster.reason
+    assert holds_nothing(cluster)
+
+
+def test_a_failed_configuration_fails_once_and_releases(fake_nodes, pool, alice, demo):
+    cluster = placed(alice, demo)
+    fake_nodes.fail("exec", NodeRefused("n1", "exec in c: container is restarting"))
+    operations.run("launch", cluster.id)
+    cluster.refresh_from_db()
+    if not plans.configure_steps(cluster):  # the demo may have no configure step
+        pytest.skip("the demo product has no configuration step")
+    assert cluster.state == S.FAILED
+    assert holds_nothing(cluster)
+
+
+def test_a_start_that_raises_fails_instead_of_staying_configuring(
+    fake_nodes, pool, alice, demo, monkeypatch
+):
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    services.request_stop(cluster.id)
+    assert operations.run("stop", cluster.id) == S.STOPPED
+    services.request_start(cluster.id)
+
+    def untrusted(_cluster):
+        raise plans.UntrustedVersion("demo 1.0 asks for capabilities beyond Docker's defaults")
+
+    monkeypatch.setattr(plans, "plans_for", untrusted)
+    assert operations.run("start", cluster.id) == S.FAILED
+    cluster.refresh_from_db()
+    assert "capabilities beyond" in cluster.reason
+    assert holds_nothing(cluster)
+
+
+def test_a_stop_on_a_dead_node_is_retried_then_fails_and_releases(
+    fake_nodes, pool, alice, demo, settings
+):
+    settings.CLUSTER_TASK_RETRIES = 2
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    services.request_stop(cluster.id)
+    for node in pool:
+        fake_nodes.down(node.name)
+    for attempt in range(2):
+        with pytest.raises(operations.Retry):
+            operations.run("stop", cluster.id, attempt=attempt)
+        assert Cluster.objects.get(id=cluster.id).state == S.STOPPING
+    assert operations.run("stop", cluster.id, attempt=2) == S.FAILED
+    cluster.refresh_from_db()
+    assert "could not stop" in cluster.reason and "did not answer" in cluster.reason
+    assert holds_nothing(cluster)
+    # The data stays for a reuse: nothing a user owns is lost to a failure.
+    assert DiskAllocation.objects.filter(instance__cluster=cluster, data_kept=True).count() == 2
+
+
+def test_a_destroy_that_gives_up_fails_and_releases(fake_nodes, pool, alice, demo, settings):
+    settings.DESTROY_RETRIES = 0
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    services.request_destroy(cluster.id, keep_data=False)
+    for node in pool:
+        fake_nodes.down(node.name)
+    assert operations.run("destroy", cluster.id) == S.FAILED
+    cluster.refresh_from_db()
+    assert "could not remove" in cluster.reason
+    assert holds_nothing(cluster)
+    # Destroyed again once the nodes answer, its kept data is wiped after all.
+    for node in pool:
+        fake_nodes.up(node.name)
+    services.request_destroy(cluster.id, keep_data=False)
+    assert operations.run("destroy", cluster.id) == S.DESTROYED
+    assert any(call[1] == "run_helper" for call in fake_nodes.calls)
+    assert not DiskAllocation.objects.filter(instance__cluster=cluster, data_kept=True).exists()
+
+
+def test_a_placement_that_fails_on_a_node_goes_back_to_the_queue_away_from_it(
+    fake_nodes, pool, alice, demo
+):
+    cluster = placed(alice, demo, size=1)
+    node = cluster.instances.get().node
+    fake_nodes.down(node.name)
+    assert operations.run("launch", cluster.id) == S.QUEUED
+    cluster.refresh_from_db()
+    assert cluster.avoid_nodes == [node.id]
+    assert cluster.events.filter(message=f"queued: re-placing away from {node.name}").exists()
+    # The release offered the freed capacity to the queue at once: the other node took it.
+    assert cluster.state == S.PLACING
+    assert list(cluster.instances.filter(active=True).values_list("node", flat=True)) == [
+        next(n.id for n in pool if n != node)
+    ]
+
+
+def test_the_reconciler_fails_a_cluster_none_of_whose_instances_runs_and_releases(
+    fake_nodes, pool, alice, demo
+):
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    for instance in cluster.instances.select_related("node"):
+        container = fake_nodes.on(instance.node.name)[
+            plans.container_name(cluster.id, instance.role, instance.index)
+        ]
+        container.state, container.log = "exited", "Exception: disk full\n"
+    reconciler.reconcile(grace_seconds=3600)
+    cluster.refresh_from_db()
+    assert cluster.state == S.FAILED
+    assert cluster.reason == "no instance of the cluster runs"
+    lost = cluster.events.filter(level=ClusterEvent.Level.ERROR, message__contains="exited")
+    assert lost.count() == 2 and "disk full" in lost.first().message
+    assert holds_nothing(cluster)
+
+
+def test_two_failures_at_once_fail_and_release_exactly_once(fake_nodes, pool, alice, demo):
+    cluster = placed(alice, demo)
+    results = run_together(
+        [lambda n=n: operations.fail(cluster.id, S.PLACING, f"reason {n}") for n in range(4)]
+    )
+    assert sorted(results) == [False, False, False, True]
+    cluster.refresh_from_db()
+    assert len(failures(cluster)) == 1
+    assert cluster.events.filter(message__startswith="released").count() == 1
+    assert holds_nothing(cluster)
+
+
+def test_a_node_that_does_not_answer_becomes_a_typed_error(fake_nodes, pool):
+    fake_nodes.down(pool[0].name)
+    from apps import nodes
+
+    with pytest.raises(NodeUnreachable) as raised:
+        nodes.client(pool[0]).containers({})
+    assert raised.value.transient and pool[0].name in str(raised.value)
