@@ -72,7 +72,9 @@ def test_fifo_takes_the_oldest_and_sjf_the_shortest_lease(alice, settings):
 
 
 def test_strict_order_stops_at_the_first_misfit_unless_backfilling(alice, settings):
-    make_node(disks={"hdd": 2})
+    make_node(disks={"hdd": 3})
+    running = make_cluster(alice, wants(1, disks=1))
+    reserve(running.id)  # holds one disk: the big one below fits the pool, but not now
     big = make_cluster(alice, wants(1, disks=3))
     small = make_cluster(alice, wants(1, disks=1))
     settings.SCHEDULER_QUEUE_BACKFILL = False
@@ -80,6 +82,21 @@ def test_strict_order_stops_at_the_first_misfit_unless_backfilling(alice, settin
     settings.SCHEDULER_QUEUE_BACKFILL = True
     assert admit_queued() == [small.id]
     assert Cluster.objects.get(id=big.id).state == "queued"
+
+
+def test_a_queued_cluster_the_pool_can_no_longer_take_does_not_hold_the_queue(alice, settings):
+    node = make_node(disks={"hdd": 3})
+    big = make_cluster(alice, wants(1, disks=3))
+    small = make_cluster(alice, wants(1, disks=1))
+    node.disks.filter(mount_path="/data/hdd0").update(state="failed")  # after big's launch
+    settings.SCHEDULER_QUEUE_BACKFILL = False
+    assert admit_queued() == [small.id]
+    big.refresh_from_db()
+    assert big.state == "queued"
+    assert big.reason == (
+        "could not run on the pool as it is now (an instance asks for 3 HDD disks; no node "
+        "has more than 2); waits for the pool to change"
+    )
 
 
 def test_a_new_cluster_reuses_a_destroyed_clusters_node_and_disks(alice):
