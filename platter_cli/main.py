@@ -795,3 +795,52 @@ def destroy(
         as_json,
         lambda client, cid: client.delete(f"clusters/{cid}", keep_data=str(keep_data).lower()),
     )
+
+
+# --- your SSH keys -----------------------------------------------------------------------
+
+
+@app.group()
+def keys() -> None:
+    """Your public SSH keys: they open your clusters' ssh logins (`platter ssh`)."""
+
+
+@keys.command(name="ls")
+@with_json
+def list_keys(as_json: bool) -> None:
+    """Your public keys."""
+    rows = list(connect().pages("ssh-keys"))
+    if as_json:
+        return emit(rows)
+    if not rows:
+        click.echo("No SSH keys: add one with `platter keys add ~/.ssh/id_ed25519.pub`.")
+        return None
+    render.out.print(render.ssh_keys(rows))
+    return None
+
+
+@keys.command(name="add")
+@click.argument("public_key_file", type=click.File("r"), metavar="FILE")
+@click.option("--name", help="What to call it (default: the key's comment).")
+@with_json
+def add_key(public_key_file: Any, name: str | None, as_json: bool) -> None:
+    """Add the public key in FILE (e.g. ~/.ssh/id_ed25519.pub; - reads stdin). Running
+    clusters get it within seconds."""
+    client = connect({"public_key": "FILE"})
+    body = client.post("ssh-keys", {"public_key": public_key_file.read(), "name": name or ""})
+    if as_json:
+        return emit(body)
+    click.echo(f"Added key {body['id']} ({body['name'] or body['type']}, {body['fingerprint']}).")
+    return None
+
+
+@keys.command(name="rm")
+@click.argument("key_id", type=int, metavar="ID")
+@with_json
+def remove_key(key_id: int, as_json: bool) -> None:
+    """Remove key ID (see `platter keys ls`); running clusters drop it within seconds."""
+    connect().delete(f"ssh-keys/{key_id}")
+    if as_json:
+        return emit({"id": key_id, "deleted": True})
+    click.echo(f"Removed key {key_id}.")
+    return None

@@ -66,9 +66,9 @@ def version(body: dict) -> Group:
         roles.add_row(
             role["name"],
             _span(role.get("min"), role.get("max"), role.get("default")),
-            _resource(role.get("cores")),
-            _resource(role.get("memory_mb")),
-            _resource(role.get("disks")),
+            _resource(role.get("cores"), 1),
+            _resource(role.get("memory_mb"), 64),
+            _resource(role.get("disks"), 0),
         )
     options = Table(
         "option",
@@ -234,7 +234,18 @@ def _span(low: Any, high: Any, default: Any = None) -> str:
     return f"{text} (default {default})" if default is not None else text
 
 
-def _resource(spec: Any) -> str:
+def _resource(spec: Any, floor: int) -> str:
+    """A role's cores, memory or disks: {"default", "max", optional "min"} (the catalog's
+    floor when it has none)."""
     if not isinstance(spec, dict):
         return str(spec if spec is not None else "")
-    return _span(spec.get("min", ""), spec.get("max"), spec.get("default"))
+    return _span(spec.get("min", floor), spec.get("max"), spec.get("default"))
+
+
+def ssh_keys(rows: list[dict]) -> Table:
+    table = Table("id", "name", "type", "fingerprint", "added", box=None, pad_edge=False)
+    for key in rows:
+        table.add_row(
+            str(key["id"]), key["name"], key["type"], key["fingerprint"], when(key["created"])
+        )
+    return table

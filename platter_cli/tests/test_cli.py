@@ -10,10 +10,19 @@ import pytest
 
 from apps.accounts.models import Quota
 from apps.clusters.models import Cluster
+from apps.clusters.tests.factories import make_network, make_node
 
 from .conftest import token_for, user_environment
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def pool(transactional_db):
+    """A node and a network in the inventory, so launches are possible (they stay queued:
+    no worker runs here)."""
+    make_network()
+    return make_node(cores=8, memory_mb=8192, disks={"hdd": 6})
 
 
 def mode(path) -> int:

@@ -11,7 +11,10 @@ import urllib.request
 import pytest
 from django.contrib.auth import get_user_model
 
+from apps.accounts.models import Quota
+from apps.accounts.tests.keys import ed25519_pair
 from apps.clusters.models import Cluster, DiskAllocation
+from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
 from .conftest import PLATTER, token_for, user_environment
 
@@ -109,3 +112,35 @@ def test_a_new_user_launches_follows_and_destroys_the_demo_cluster_from_the_term
 
     assert platter("ls", "--json").json() == []
     assert not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
+
+
+def test_platter_ssh_logs_into_spark_with_a_key_added_from_the_terminal(
+    dispatching, lab_cleanup, live_server, logged_in, alice, home
+):
+    Quota.objects.update_or_create(user=alice, defaults=DEMO_QUOTA)  # the demo user's limits
+    private, public = ed25519_pair("alice@laptop")
+    key = home / "id_ed25519"
+    key.write_text(private)
+    key.chmod(0o600)
+    (home / "id_ed25519.pub").write_text(public + "\n")
+
+    added = logged_in("keys", "add", str(home / "id_ed25519.pub"), "--json")
+    assert added.returncode == 0, added
+    assert [k["id"] for k in logged_in("keys", "ls", "--json").json()] == [added.json()["id"]]
+    assert logged_in("keys", "add", str(home / "id_ed25519")).returncode == 1  # the private one
+
+    launched = logged_in(
+        "launch", "spark", "4.3.0", "--size", "1", "--name", "sparky", "--wait", timeout=600
+    )
+    assert launched.returncode == 0, launched
+    assert "ssh: platter ssh " in launched.stdout
+
+    ran = logged_in("ssh", "sparky", "-i", str(key), "hostname; echo $SPARK_HOME", timeout=120)
+    assert ran.returncode == 0, ran
+    assert ran.stdout.split() == ["master-0", "/opt/spark"]
+    known = home / ".config" / "platter" / "known_hosts"
+    assert len(list(known.iterdir())) == 1  # this cluster's host key, trusted on first use
+    # ssh's own exit code comes back: a script can tell a failed remote command.
+    assert logged_in("ssh", "sparky", "-i", str(key), "exit 7", timeout=120).returncode == 7
+
+    assert logged_in("destroy", "sparky", "--yes", "--wait", timeout=300).returncode == 0
