@@ -50,12 +50,16 @@ def load() -> Settings:
 
 
 def current() -> Settings:
-    """The file's settings with PLATTER_URL and PLATTER_TOKEN taking precedence."""
+    """The file's settings with PLATTER_URL and PLATTER_TOKEN taking precedence. The stored
+    token goes only to the portal it was stored for: another PLATTER_URL needs its own
+    PLATTER_TOKEN."""
     found = load()
     url = os.environ.get("PLATTER_URL") or found.url
-    token = os.environ.get("PLATTER_TOKEN") or found.token
-    user = found.user if token == found.token else None
-    return Settings(url=normal_url(url) if url else None, token=token, user=user)
+    url = normal_url(url) if url else None
+    stored = found.token if found.url and url == normal_url(found.url) else None
+    token = os.environ.get("PLATTER_TOKEN") or stored
+    user = found.user if token and token == stored else None
+    return Settings(url=url, token=token, user=user)
 
 
 def save(settings: Settings) -> Path:

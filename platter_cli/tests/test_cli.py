@@ -2,9 +2,11 @@
 stay queued): login and its config file, the environment's override, --json, exit codes and
 the API's errors as messages."""
 
+import json
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -12,7 +14,7 @@ from apps.accounts.models import Quota
 from apps.clusters.models import Cluster
 from apps.clusters.tests.factories import make_network, make_node
 
-from .conftest import token_for, user_environment
+from .conftest import PLATTER, token_for, user_environment
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,8 +81,11 @@ def test_the_environment_overrides_the_stored_url_and_token(logged_in, live_serv
     as_bob = logged_in("quota", "--json", env={"PLATTER_TOKEN": token_for(bob)})
     assert as_bob.json()["user"]["scope"] == "user bob"
 
-    nowhere = logged_in("quota", env={"PLATTER_URL": "http://127.0.0.1:9"})  # discard port
-    assert nowhere.returncode == 3
+    # The stored token never goes to another portal: that one needs a token of its own.
+    elsewhere = logged_in("quota", env={"PLATTER_URL": "http://127.0.0.1:9"})
+    assert elsewhere.returncode == 3 and "not logged in" in elsewhere.stderr
+    nowhere = logged_in("quota", env={"PLATTER_URL": "http://127.0.0.1:9", "PLATTER_TOKEN": "t"})
+    assert nowhere.returncode == 3  # port 9 (discard) refuses the connection
     assert nowhere.stderr.startswith("platter: cannot reach the portal at http://127.0.0.1:9: ")
     # Only the environment: no config file at all, as in a CI job.
     ci = logged_in(
@@ -249,3 +254,40 @@ def test_help_documents_the_exit_codes(platter):
     assert ran.returncode == 0
     for line in ("0  done", "2  usage", "3  not logged in", "4  not found", "5  over quota"):
         assert line in ran.stdout
+
+
+def test_wait_ends_with_exit_6_when_it_times_out_and_1_when_the_cluster_fails(logged_in, home):
+    timed_out = logged_in("launch", "demo", "1.0", "--size", "1", "--wait", "--timeout", "1")
+    assert timed_out.returncode == 6, timed_out
+    assert "queued" in timed_out.stdout  # the progress display printed its first event
+    assert "is still queued after 1 s; it goes on" in timed_out.stderr
+
+    # No worker runs here: the test fails the second cluster as a worker would.
+    waiting = subprocess.Popen(
+        [
+            str(PLATTER),
+            "launch",
+            "demo",
+            "1.0",
+            "--size",
+            "1",
+            "--name",
+            "doomed",
+            "--wait",
+            "--json",
+        ],
+        env=user_environment(home),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not Cluster.objects.filter(name="doomed").exists():
+        assert time.monotonic() < deadline and waiting.poll() is None, waiting.communicate()
+        time.sleep(0.2)
+    Cluster.objects.filter(name="doomed").update(state="failed", reason="node n1: no luck")
+    stdout, stderr = waiting.communicate(timeout=60)
+    assert waiting.returncode == 1, stderr
+    assert json.loads(stdout)["state"] == "failed"
+    doomed = Cluster.objects.get(name="doomed")
+    assert stderr == f"platter: cluster {doomed.id} is failed, not running: node n1: no luck\n"
