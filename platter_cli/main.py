@@ -200,7 +200,12 @@ def products(product: str | None, version: str | None, as_json: bool) -> None:
         body = version_of(client, product, version)
         return emit(body) if as_json else render.out.print(render.version(body))
     if product:
-        body = client.get(f"products/{product}")
+        try:
+            body = client.get(f"products/{product}")
+        except CliError as error:
+            if error.exit_code == ExitCode.NOT_FOUND:
+                error.message = f"no product {product!r}: `platter products` lists them"
+            raise
         rows = [body]
     else:
         rows = list(client.pages("products"))
@@ -491,7 +496,7 @@ def cluster_id(client: Api, ref: str) -> int:
 @with_json
 def list_clusters(everything: bool, states: tuple[str, ...], as_json: bool) -> None:
     """Your clusters (live ones unless --all or --state)."""
-    client = connect()
+    client = connect({"state": "--state"})
     rows = list(client.pages("clusters", **({"state": list(states)} if states else {})))
     if not (everything or states):
         rows = [c for c in rows if c["state"] != "destroyed"]

@@ -129,6 +129,9 @@ def test_an_unknown_product_is_exit_4_with_what_to_do(logged_in):
     assert as_json.returncode == 4
     assert as_json.json()["status"] == 404 and as_json.json()["exit_code"] == 4
     assert not Cluster.objects.exists()
+    product = logged_in("products", "nosuch")
+    assert product.returncode == 4
+    assert product.stderr == "platter: no product 'nosuch': `platter products` lists them\n"
 
 
 def test_bad_options_name_the_flag_the_user_typed(logged_in):
@@ -150,6 +153,8 @@ def test_usage_errors_are_exit_2(logged_in):
     assert ran.returncode == 2 and "'lots' is not a size in MB" in ran.stderr
     assert logged_in("extend", "1", "soon").returncode == 2
     assert logged_in("nonsense").returncode == 2
+    state = logged_in("ls", "--state", "sleeping")
+    assert state.returncode == 1 and state.stderr.startswith("platter: invalid request: --state")
 
 
 def test_over_quota_is_exit_5_naming_the_limit(logged_in, alice):
