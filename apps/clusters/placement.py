@@ -253,7 +253,8 @@ def pool_as_built() -> list[NodeFree]:
         for n in Node.objects.filter(state=Node.State.ACTIVE)
     }
     usable = Disk.objects.filter(
-        node_id__in=nodes, state__in=[Disk.State.AVAILABLE, Disk.State.ALLOCATED]
+        node_id__in=nodes,
+        state__in=[Disk.State.AVAILABLE, Disk.State.ALLOCATED, Disk.State.BENCHMARKING],
     )
     for node_id, kind in usable.values_list("node_id", "kind"):
         free = nodes[node_id]
@@ -275,9 +276,7 @@ def never_fits(instances: list) -> str | None:
     """Why these instances could not run on the pool as it is, even if every other cluster
     ended now; None when they could. instances: anything with cores, memory_mb, disks and
     disk_kind (e.g. InstanceWant)."""
-    wants = [
-        _Sized(n, i.cores, i.memory_mb, i.disks, i.disk_kind) for n, i in enumerate(instances)
-    ]
+    wants = [_Sized(n, i.cores, i.memory_mb, i.disks, i.disk_kind) for n, i in enumerate(instances)]
     pool = pool_as_built()
     if not pool:
         return "the pool has no active node"

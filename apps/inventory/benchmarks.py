@@ -9,10 +9,12 @@ container binds only the disk's folder and gets the disk's blkio caps, like an i
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 
 from apps import nodes
 from apps.inventory import services
@@ -21,6 +23,7 @@ from apps.nodes import NodeError
 from apps.nodes.specs import throttle_options
 
 log = logging.getLogger(__name__)
+BENCH_LOCK = 7218  # first key of the per-node benchmark lock (7217: clusters)
 
 MIB = 1024 * 1024
 # (job name, Disk field, fio options); jobs run one after the other (stonewall). Reads get
@@ -152,21 +155,53 @@ def bench_node(
     """Benchmark the node's disks one at a time (they may share a controller or, in the lab,
     one real disk); only disks nobody holds, since the jobs write to them."""
     report = BenchReport()
-    for disk in node.disks.select_related("node").order_by("mount_path"):
-        if disk.state != Disk.State.AVAILABLE:
-            report.skipped.append(disk.mount_path)
-            continue
-        try:
-            results = bench_disk(disk)
-        except NodeError as error:
-            report.failed[disk.mount_path] = error.message
-            say(f"{node.name}:{disk.mount_path}: {error.message}")
-            continue
-        services.record_benchmark(disk.id, results, set_kind)
-        report.measured[disk.mount_path] = results
-        say(f"{node.name}:{disk.mount_path}: {format_results(results)}")
+    with _benchmarking(node):
+        for disk in node.disks.select_related("node").order_by("mount_path"):
+            # Out of the pool first: the scheduler must not give a disk fio writes to.
+            taken = Disk.objects.filter(id=disk.id, state=Disk.State.AVAILABLE).update(
+                state=Disk.State.BENCHMARKING
+            )
+            if not taken:
+                report.skipped.append(disk.mount_path)
+                continue
+            try:
+                results = bench_disk(disk)
+            except NodeError as error:
+                report.failed[disk.mount_path] = error.message
+                say(f"{node.name}:{disk.mount_path}: {error.message}")
+                continue
+            finally:
+                Disk.objects.filter(id=disk.id, state=Disk.State.BENCHMARKING).update(
+                    state=Disk.State.AVAILABLE
+                )
+            _record(node, disk, results, set_kind, report, say)
     report.flagged = services.refresh_slow_flags()
     return report
+
+
+@contextmanager
+def _benchmarking(node: Node) -> Iterator[None]:
+    """One benchmark per node at a time (an advisory lock on the node, tied to the database
+    session, so a killed worker never leaves it held). Under it, a disk still marked
+    benchmarking was left so by a worker that died mid-run: it goes back to the pool."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [BENCH_LOCK, node.id])
+        if not cursor.fetchone()[0]:
+            raise NodeError(node.name, "another disk benchmark runs on this node")
+    try:
+        Disk.objects.filter(node=node, state=Disk.State.BENCHMARKING).update(
+            state=Disk.State.AVAILABLE
+        )
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [BENCH_LOCK, node.id])
+
+
+def _record(node, disk, results, set_kind, report, say) -> None:
+    services.record_benchmark(disk.id, results, set_kind)
+    report.measured[disk.mount_path] = results
+    say(f"{node.name}:{disk.mount_path}: {format_results(results)}")
 
 
 def format_results(results: dict[str, float]) -> str:

@@ -55,6 +55,7 @@ class Disk(models.Model):
     class State(models.TextChoices):
         AVAILABLE = "available"
         ALLOCATED = "allocated"
+        BENCHMARKING = "benchmarking"  # out of the pool while fio writes to it
         FAILED = "failed"
         RETIRED = "retired"
 

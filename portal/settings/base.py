@@ -119,6 +119,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# No task may run longer than TASK_TIME_LIMIT (a disk benchmark of a big node is the longest),
+# and Redis delivers an unacknowledged task again only after the visibility timeout: longer
+# than any task, so a slow task is never run twice at once. A task lost with a killed worker is
+# redelivered after it; cluster operations are picked up sooner by resume_stalled.
+CELERY_TASK_TIME_LIMIT = envint("PLATTER_TASK_TIME_LIMIT", 3 * 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600}
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "platter.expire_leases", "schedule": 60.0},
     "admit-queued": {"task": "platter.admit_queued", "schedule": 30.0},

@@ -46,6 +46,9 @@ def test_beat_places_a_queued_cluster_once_capacity_exists(
     celery_worker_process, alice, demo_version
 ):
     make_network()
+    busy = make_node(disks={"hdd": 2})  # the first cluster fills it
+    first = services.launch(alice, demo_version, "first", {"size": 1})
+    assert isinstance(reservation.reserve(first.id), reservation.Reservation)
     cluster = services.launch(alice, demo_version, "waits", {"size": 1})
     rejection = reservation.reserve(cluster.id)
     assert isinstance(rejection, reservation.Rejection)
@@ -54,6 +57,9 @@ def test_beat_places_a_queued_cluster_once_capacity_exists(
     for _ in range(2):
         make_node(disks={"hdd": 4})
     admitted = tasks.admit_queued.delay().get(timeout=30)
+    assert busy.id not in Cluster.objects.get(id=cluster.id).instances.values_list(
+        "node_id", flat=True
+    )
 
     assert admitted == [cluster.id]
     assert Cluster.objects.get(id=cluster.id).state == Cluster.State.PLACING

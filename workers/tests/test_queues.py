@@ -134,3 +134,13 @@ def test_a_benchmark_stuck_on_a_silent_node_does_not_delay_a_launch(
 
     listener.close()  # the node goes away for good: the job fails fast and frees its slot
     assert bench.get(timeout=60).startswith("0 measured, 1 failed")
+
+
+def test_no_task_outlives_the_visibility_timeout_so_none_runs_twice_at_once():
+    """acks_late tasks stay unacknowledged while they run; Redis hands such a task to another
+    worker once the visibility timeout passes. Every task is cut at the time limit first."""
+    from portal.celery import app
+
+    assert app.conf.task_acks_late
+    limit = app.conf.task_time_limit
+    assert limit and app.conf.broker_transport_options["visibility_timeout"] > limit

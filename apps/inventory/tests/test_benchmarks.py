@@ -110,3 +110,33 @@ def test_bench_disks_measures_a_node_and_skips_disks_in_use(lab_cleanup, setting
     assert measured.measured_at is not None and measured.seq_read_mbps > 0
     # loop devices over one page-cached file answer like flash
     assert measured.kind == Disk.Kind.SSD
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_disk_under_benchmark_is_out_of_the_pool_and_comes_back(monkeypatch):
+    """The scheduler cannot take a disk fio writes to; a worker that died mid-run leaves the
+    disk marked benchmarking, and the next benchmark of its node gives it back first."""
+    from django.contrib.auth import get_user_model
+
+    from apps.clusters.reservation import Rejection, reserve
+    from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+    from apps.inventory import benchmarks
+
+    make_network()
+    node = make_node(disks={"hdd": 2})
+    first, second = node.disks.order_by("mount_path")
+    Disk.objects.filter(id=second.id).update(state=Disk.State.BENCHMARKING)  # a dead worker's
+    owner = get_user_model().objects.create_user("dora")
+    seen = []
+
+    def fake_bench(disk):
+        seen.append(Disk.objects.get(id=disk.id).state)
+        if len(seen) == 1:  # the scheduler, meanwhile, finds no free disk for two
+            assert isinstance(reserve(make_cluster(owner, wants(1, disks=2)).id), Rejection)
+        return dict.fromkeys(Disk.BENCH_FIELDS, 100.0)
+
+    monkeypatch.setattr(benchmarks, "bench_disk", fake_bench)
+    report = benchmarks.bench_node(node)
+    assert seen == [Disk.State.BENCHMARKING, Disk.State.BENCHMARKING]
+    assert sorted(report.measured) == [first.mount_path, second.mount_path]
+    assert set(node.disks.values_list("state", flat=True)) == {Disk.State.AVAILABLE}
