@@ -180,16 +180,19 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     if command == "lab":
-        # The lab's inventory rows live in the database: start it for this command only.
-        started = devservers.up()
+        # The lab's inventory rows live in the database. After `lab up` it stays up with the
+        # lab; any other lab command stops the servers it started (so `lab down` leaves none).
+        started, code = devservers.up(), 1
         try:
             manage("migrate", "--no-input", "-v", "0")
-            return manage("lab", *rest, check=False)
+            code = manage("lab", *rest, check=False)
         except KeyboardInterrupt:
-            return 130
+            code = 130
         finally:
-            with interrupts_ignored():
-                devservers.down(started)
+            if rest[:1] != ["up"] or code != 0:
+                with interrupts_ignored():
+                    devservers.down(started)
+        return code
     stack = Stack()
     try:
         if command == "run":
