@@ -42,6 +42,8 @@ def admit_queued() -> list[int]:
         return placed
     for cluster_id in order:
         outcome = reserve_or_fail(cluster_id)
+        if _capacity_short(outcome) and _stop_avoiding(cluster_id):
+            outcome = reserve_or_fail(cluster_id)
         if outcome is None:
             continue  # that cluster failed on its own; the rest of the queue goes on
         if isinstance(outcome, Reservation):
@@ -55,6 +57,18 @@ def admit_queued() -> list[int]:
         ):
             break
     return placed
+
+
+def _capacity_short(outcome: Reservation | Rejection | None) -> bool:
+    return isinstance(outcome, Rejection) and outcome.cause == "capacity"
+
+
+def _stop_avoiding(cluster_id: int) -> bool:
+    """A cluster re-queued away from a failing node that no other node can take now may go
+    back to it: the node may answer again, and if it does not, the next failure counts
+    against SCHEDULER_PLACE_ATTEMPTS, so the cluster fails in the end instead of waiting."""
+    queued = Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED)
+    return bool(queued.exclude(avoid_nodes=[]).update(avoid_nodes=[]))
 
 
 def _set_aside(cluster_id: int, rejection: Rejection) -> bool:

@@ -8,6 +8,7 @@ LAUNCH = "platter.launch_cluster"
 STOP = "platter.stop_cluster"
 START = "platter.start_cluster"
 DESTROY = "platter.destroy_cluster"
+ADMIT = "platter.admit_queued"
 
 
 def dispatch(task: str, *args) -> None:

@@ -244,13 +244,15 @@ def best_offer() -> Shortage:
 
 
 def pool_as_built() -> list[NodeFree]:
-    """Every active node as if nothing ran on it: all its cores, memory and usable disks
-    (available or allocated; failed and retired ones are gone)."""
+    """Every node of the pool as if nothing ran on it: all its cores, memory and usable disks
+    (not failed or retired). Nodes that are down or in maintenance count (they come back);
+    draining ones do not (they are leaving)."""
     from apps.inventory.models import Disk, Node
 
+    staying = [Node.State.ACTIVE, Node.State.DOWN, Node.State.MAINTENANCE]
     nodes = {
         n.id: NodeFree(n.id, n.cores, n.memory_mb, {}, n.cores, n.memory_mb)
-        for n in Node.objects.filter(state=Node.State.ACTIVE)
+        for n in Node.objects.filter(state__in=staying)
     }
     usable = Disk.objects.filter(
         node_id__in=nodes,
@@ -279,7 +281,7 @@ def never_fits(instances: list) -> str | None:
     wants = [_Sized(n, i.cores, i.memory_mb, i.disks, i.disk_kind) for n, i in enumerate(instances)]
     pool = pool_as_built()
     if not pool:
-        return "the pool has no active node"
+        return "the pool has no node"
     if assign(wants, pool) is not None:
         return None
     for want in sorted(wants, key=lambda w: (w.disks, w.cores, w.memory_mb), reverse=True):
@@ -288,7 +290,7 @@ def never_fits(instances: list) -> str | None:
         kind = want.disk_kind.upper()
         most_disks = max(node.disks.get(want.disk_kind, 0) for node in pool)
         if want.disks and most_disks == 0:
-            return f"no active node has {kind} disks"
+            return f"no node has {kind} disks"
         if want.disks > most_disks:
             return (
                 f"an instance asks for {want.disks} {kind} disks; "

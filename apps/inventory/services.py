@@ -61,7 +61,17 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
     node.save(update_fields=["state"])
     why = {"reason": reason} if reason else {}
     record(NODE_STATE_ACTIONS[state], actor, node, previous=previous, **why)
+    if state == Node.State.ACTIVE:
+        _capacity_freed()
     return True
+
+
+def _capacity_freed() -> None:
+    """Offer the queue the capacity that came back, once this commits (the periodic pass is
+    only a net)."""
+    from apps.clusters import jobs
+
+    jobs.dispatch(jobs.ADMIT)
 
 
 @transaction.atomic
@@ -92,6 +102,7 @@ def record_health_check(
                 previous=Node.State.DOWN,
                 reason="answers health checks again",
             )
+            _capacity_freed()
         return "up" if back_up else None
     node.failed_checks += 1
     fields = ["failed_checks"]
@@ -154,6 +165,8 @@ def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) 
         in_use = {"held_by": holder.holder} if holder else {}
         record(DISK_STATE_ACTIONS[state], actor, disk, previous=previous, **in_use)
         marks.changed.append(disk)
+    if state == Disk.State.AVAILABLE and marks.changed:
+        _capacity_freed()
     return marks
 
 

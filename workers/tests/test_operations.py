@@ -213,3 +213,22 @@ def test_a_node_that_does_not_answer_becomes_a_typed_error(fake_nodes, pool):
     with pytest.raises(NodeUnreachable) as raised:
         nodes.client(pool[0]).containers({})
     assert raised.value.transient and pool[0].name in str(raised.value)
+
+
+def test_a_cluster_no_other_node_can_take_goes_back_and_fails_after_its_attempts(
+    fake_nodes, alice, demo, settings
+):
+    settings.SCHEDULER_PLACE_ATTEMPTS = 3
+    make_network()
+    only = make_node(disks={"ssd": 4})
+    cluster = placed(alice, demo, size=1)
+    fake_nodes.down(only.name)
+    # Away from the only node, nothing takes it: it goes back there at once and fails again.
+    for _ in range(2):
+        assert operations.run("launch", cluster.id) == S.QUEUED
+        cluster.refresh_from_db()
+        assert cluster.state == S.PLACING and cluster.avoid_nodes == []
+    assert operations.run("launch", cluster.id) == S.FAILED
+    cluster.refresh_from_db()
+    assert "no other node could take the cluster" in cluster.reason
+    assert holds_nothing(cluster)

@@ -12,6 +12,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
 from apps.clusters.services import launch
+from apps.clusters.tests.factories import make_roomy_node
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token
 
@@ -34,6 +35,7 @@ def throttle_cache(monkeypatch):
 @pytest.fixture
 def catalog(db):
     load_catalog()
+    make_roomy_node()  # launches are refused on a pool that could never run them
 
 
 @pytest.fixture

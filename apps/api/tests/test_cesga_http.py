@@ -8,6 +8,7 @@ import requests
 
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
+from apps.clusters.tests.factories import make_roomy_node
 
 from .conftest import token_for
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def session(live_server, alice):
     load_catalog()
+    make_roomy_node()  # a launch on an empty pool is refused
     http = requests.Session()
     http.headers["x-auth-token"] = token_for(alice)
     http.base = f"{live_server.url}/bigdata/api/v1"

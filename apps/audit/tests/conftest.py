@@ -13,6 +13,7 @@ from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
 from apps.clusters.services import launch
+from apps.clusters.tests.factories import make_roomy_node
 from apps.tokens.services import issue_token
 
 USER_ADDRESS = "203.0.113.7"  # TEST-NET-3: documentation addresses, never a real client
@@ -28,6 +29,7 @@ def throttle_cache(monkeypatch):
 @pytest.fixture
 def demo(db) -> ProductVersion:
     load_catalog()
+    make_roomy_node()  # launches are refused on a pool that could never run them
     return ProductVersion.objects.get(product__name="demo", version="1.0")
 
 

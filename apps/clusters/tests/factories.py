@@ -27,6 +27,18 @@ def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active
     return node
 
 
+def make_roomy_node() -> Node:
+    """A node in maintenance that any catalog default fits on: a launch the pool could never
+    take is refused, so tests that only queue clusters need a pool that could run them, and
+    a node in maintenance counts for that while taking no placement."""
+    return make_node(
+        cores=64,
+        memory_mb=512 * 1024,
+        disks={"hdd": 24, "ssd": 12, "nvme": 4},
+        state="maintenance",
+    )
+
+
 def make_network(size: int = 200) -> Network:
     return Network.objects.create(
         name=f"net{next(_names)}", subnet="10.9.0.0/16", gateway="10.9.0.1",

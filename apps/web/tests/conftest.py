@@ -7,7 +7,13 @@ import pytest
 from django.core.management import call_command
 
 from apps.clusters.models import Cluster
-from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.tests.factories import (
+    make_cluster,
+    make_network,
+    make_node,
+    make_roomy_node,
+    wants,
+)
 
 
 @pytest.fixture
@@ -31,6 +37,7 @@ def mine(alice, pool) -> Cluster:
 def seeded(db):
     """The demo and admin logins, the demo quota and the catalog, as `./platter run` has."""
     call_command("seed_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    make_roomy_node()  # `./platter run` has the lab; a launch on an empty pool is refused
 
 
 @pytest.fixture

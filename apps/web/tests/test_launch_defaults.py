@@ -7,6 +7,7 @@ from apps.accounts.models import Quota
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
+from apps.clusters.tests.factories import make_roomy_node
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 from apps.web.forms import LaunchForm
 
@@ -25,6 +26,7 @@ def catalog_versions() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("product", "version"), catalog_versions())
 def test_the_form_as_it_comes_launches_within_the_demo_quota(client, alice, product, version):
     load_catalog()
+    make_roomy_node()  # launches are refused on a pool that could never run them
     Quota.objects.create(user=alice, **DEMO_QUOTA)
     chosen = ProductVersion.objects.get(product__name=product, version=version)
     form = LaunchForm(chosen, alice)
