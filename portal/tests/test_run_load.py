@@ -179,7 +179,7 @@ async def refused_posts(url: str, rounds: int) -> list[int]:
 @pytest.mark.django_db(transaction=True)
 def test_refused_posts_at_once_never_leave_the_server_stuck(run_web_server):
     """A body left unread on a keep-alive connection must not block a gunicorn thread for good
-    (benoitc/gunicorn#3301; without portal.devservers.BodyDrained some of these never got an
+    (benoitc/gunicorn#3301; without portal.drain.BodyDrained some of these never got an
     answer)."""
     url, _ = run_web_server
     statuses = asyncio.run(refused_posts(url, rounds=3))
