@@ -14,6 +14,7 @@ records what happened.
 import logging
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
@@ -120,6 +121,21 @@ def place(cluster: Cluster) -> None:
         record_event(cluster.id, f"{spec.hostname} started on {spec.node.name} in {seconds:.1f} s")
     if failure:
         raise failure
+    record_event(cluster.id, container_limits())
+
+
+def container_limits() -> str:
+    """What every container of a cluster may use besides its cores, memory and disks."""
+    layer = settings.CONTAINER_ROOTFS_LIMIT
+    return (
+        f"each container runs at most {settings.CONTAINER_PIDS_LIMIT} processes and writes "
+        + (
+            f"at most {layer} outside its disks"
+            if layer
+            else "outside its disks without a size limit"
+        )
+        + f"; a crashed process is restarted up to {settings.CONTAINER_RESTARTS} times"
+    )
 
 
 def _kept_by_others(cluster: Cluster) -> dict[int, list]:

@@ -232,3 +232,14 @@ def test_a_cluster_no_other_node_can_take_goes_back_and_fails_after_its_attempts
     cluster.refresh_from_db()
     assert "no other node could take the cluster" in cluster.reason
     assert holds_nothing(cluster)
+
+
+def test_the_launch_says_what_each_container_may_use(fake_nodes, pool, alice, demo, settings):
+    settings.CONTAINER_PIDS_LIMIT, settings.CONTAINER_ROOTFS_LIMIT = 512, "2G"
+    settings.CONTAINER_RESTARTS = 3
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    assert cluster.events.filter(
+        message="each container runs at most 512 processes and writes at most 2G outside its "
+        "disks; a crashed process is restarted up to 3 times"
+    ).exists()
