@@ -1,4 +1,4 @@
-"""What `./platter run|test|lab|doctor` does once the machine and the venv are ready.
+"""What `./platter run|test|lab|doctor|faults` does once the machine and the venv are ready.
 
 Everything this starts (Postgres, Redis, the lab, web, worker, beat) it stops again on exit,
 and only that: a server or lab that was already running is reused and left alone.
@@ -6,6 +6,7 @@ and only that: a server or lab that was already running is reused and left alone
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,6 +171,35 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def faults(args: list[str]) -> int:
+    """./platter faults [--json]: the fault suite (apps/lab/faults.py) on a portal of its own
+    under .local/faults (its PostgreSQL, Redis and two-node lab), all stopped afterwards."""
+    from apps.lab.scratch import scratch_environment
+
+    slot = int(os.environ.get("PLATTER_FAULTS_SLOT", "0"))
+    state = devservers.STATE_DIR / "faults"
+    cli = [PYTHON, "-m", "portal.cli"]
+    if state.exists():  # what an interrupted run left: taken down, then started afresh
+        env = scratch_environment(state, slot)
+        subprocess.run([*cli, "lab", "down"], cwd=BASE_DIR, env=env)
+        subprocess.run([PYTHON, "-m", "portal.devservers", "down"], cwd=BASE_DIR, env=env)
+        shutil.rmtree(state)
+    env = scratch_environment(state, slot)
+    try:
+        step("a portal of its own for the fault suite: its lab")
+        subprocess.run([*cli, "lab", "up"], cwd=BASE_DIR, env=env, check=True)
+        step("the faults")
+        suite = [PYTHON, str(BASE_DIR / "manage.py"), "fault_suite", *args]
+        return subprocess.run(suite, cwd=BASE_DIR, env=env).returncode
+    except subprocess.CalledProcessError as error:
+        print(f"the fault suite's lab did not come up (exit {error.returncode})", file=sys.stderr)
+        return 1
+    finally:
+        with interrupts_ignored():
+            subprocess.run([*cli, "lab", "down"], cwd=BASE_DIR, env=env)
+            subprocess.run([PYTHON, "-m", "portal.devservers", "down"], cwd=BASE_DIR, env=env)
+
+
 def main(argv: list[str]) -> int:
     os.chdir(BASE_DIR)
     command, rest = (argv[0], argv[1:]) if argv else ("", [])
@@ -179,6 +209,8 @@ def main(argv: list[str]) -> int:
     # set explicitly because a shell starting us in the background would have it ignored.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
+    if command == "faults":
+        return faults(rest)
     if command == "lab":
         # The lab's inventory rows live in the database. After `lab up` it stays up with the
         # lab; any other lab command stops the servers it started (so `lab down` leaves none).
