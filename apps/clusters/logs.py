@@ -146,9 +146,7 @@ def read(source: LogSource, tail: int, after: str | None = None) -> LogLines:
     after = normal_cursor(after) if after else None
     since = _since(after) if after else None
     try:
-        raw = nodes.client(source.node).logs(
-            source.container, tail, since=since, timestamps=True
-        )
+        raw = nodes.client(source.node).logs(source.container, tail, since=since, timestamps=True)
     except NodeMissing:
         raise NoContainer(_gone(source)) from None
     lines = raw.split("\n")
