@@ -242,7 +242,11 @@ def _exec(run: tuple, timeout: int) -> tuple[int, str]:
 
 
 def set_instances(cluster_id: int, state: str) -> None:
-    Instance.objects.filter(cluster_id=cluster_id, active=True).update(state=state)
+    """The state of every active instance; running ones start with no restarts counted."""
+    changes: dict = {"state": state}
+    if state == Instance.State.RUNNING:
+        changes["restarts"] = 0
+    Instance.objects.filter(cluster_id=cluster_id, active=True).update(**changes)
 
 
 # ------------------------------------------------------------------ stop, start, destroy

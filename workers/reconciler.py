@@ -39,6 +39,8 @@ class Report:
     back_up: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
+    restarted: list[str] = field(default_factory=list)
+    given_up: dict[int, str] = field(default_factory=dict)  # cluster id: why it fails
     orphans_removed: list[str] = field(default_factory=list)
 
 
@@ -60,7 +62,9 @@ def reconcile(grace_seconds: int | None = None) -> dict:
         _node_answered(node, images, report)
         touched |= _compare(node, found, report)
         _remove_orphans(node, found, grace, report)
-    for cluster_id in touched:
+    for cluster_id, why in report.given_up.items():
+        operations.fail(cluster_id, WATCHED, why)
+    for cluster_id in touched - set(report.given_up):
         _settle(cluster_id)
     return report.__dict__
 
@@ -103,7 +107,9 @@ def _watched_instances(node: Node):
 
 
 def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
-    """Mark instances lost or running again as their containers say."""
+    """Mark instances lost or running again as their containers say. A container that
+    stopped on its own is started again, as a supervisor would, up to CONTAINER_RESTARTS
+    times; past that its cluster fails, naming the instance and its last log lines."""
     by_instance = {c["Labels"].get("platter.instance"): c for c in found}
     touched = set()
     for instance in _watched_instances(node):
@@ -116,6 +122,13 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
             message = f"{instance.hostname}'s container on {node.name} {why}"
             if container is not None:
                 message += _last_lines(node, container["Id"], instance.cluster_id)
+                if _start_again(node, instance, container["Id"], message, report):
+                    continue
+                if instance.restarts >= settings.CONTAINER_RESTARTS:
+                    report.given_up[instance.cluster_id] = (
+                        f"{message.replace(' exited', ' stopped', 1)}\n"
+                        f"(started again {instance.restarts} times; it keeps stopping)"
+                    )
             touched.add(_mark_lost(instance, message, report))
         elif running and instance.state == Instance.State.LOST:
             Instance.objects.filter(id=instance.id).update(state=Instance.State.RUNNING)
@@ -123,6 +136,28 @@ def _compare(node: Node, found: list[dict], report: Report) -> set[int]:
             report.recovered.append(f"{instance.cluster_id}/{instance.hostname}")
             touched.add(instance.cluster_id)
     return touched
+
+
+def _start_again(
+    node: Node, instance: Instance, container_id: str, message: str, report: Report
+) -> bool:
+    """Start a stopped container again while its restarts last; whether it was."""
+    if instance.restarts >= settings.CONTAINER_RESTARTS:
+        return False
+    try:
+        nodes.client(node).start(container_id)
+    except NodeError as error:
+        log.warning("node %s: could not start %s again: %s", node.name, instance, error)
+        return False
+    done = instance.restarts + 1
+    Instance.objects.filter(id=instance.id).update(restarts=done)
+    record_event(
+        instance.cluster_id,
+        f"{message}\nstarted it again ({done} of {settings.CONTAINER_RESTARTS})",
+        ClusterEvent.Level.WARNING,
+    )
+    report.restarted.append(f"{instance.cluster_id}/{instance.hostname}")
+    return True
 
 
 def _last_lines(node: Node, container_id: str, cluster_id: int, lines: int = 5) -> str:

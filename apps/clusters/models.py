@@ -98,6 +98,9 @@ class Instance(models.Model):
     active = models.BooleanField(default=False)
     container_id = models.CharField(max_length=80, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    # Times the reconciler started the container again after it stopped on its own since the
+    # cluster last started (Docker's own restarts of a crash come first and are not counted).
+    restarts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["cluster", "role", "index"]

@@ -165,7 +165,9 @@ CONTAINER_PIDS_LIMIT = envint("PLATTER_CONTAINER_PIDS_LIMIT", 4096)
 # Docker disk; empty: none. Docker enforces it only on overlay2 over XFS mounted with pquota.
 CONTAINER_ROOTFS_LIMIT = envstr("PLATTER_CONTAINER_ROOTFS_LIMIT", "")
 # An instance whose process crashes (exits non-zero; not a user's stop) is restarted by its
-# node's Docker, with the same disks, up to this many times before the reconciler reports it.
+# node's Docker, with the same disks, up to this many times; one that stays stopped (Docker
+# gave up, or someone stopped it behind the portal's back) is started again by the
+# reconciler up to this many times more, then its cluster fails naming it and its last lines.
 CONTAINER_RESTARTS = envint("PLATTER_CONTAINER_RESTARTS", 3)
 # Seconds a container gets to stop before it is killed.
 CONTAINER_STOP_TIMEOUT = envint("PLATTER_CONTAINER_STOP_TIMEOUT", 10)

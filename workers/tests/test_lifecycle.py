@@ -224,26 +224,22 @@ def test_a_node_dying_mid_launch_gets_the_cluster_re_placed_and_leaves_nothing_b
     assert leftovers == []
 
 
-def test_the_reconciler_reports_a_killed_container_and_removes_orphans(
-    dispatching, lab_cleanup, alice, demo_version
+def test_the_reconciler_starts_a_killed_container_again_then_fails_and_removes_orphans(
+    dispatching, lab_cleanup, alice, demo_version, settings
 ):
+    settings.CONTAINER_RESTARTS = 1
     cluster = services.launch(alice, demo_version, "fragile", {"size": 2})
     cluster = wait_for(cluster.id, S.RUNNING)
     victim = cluster.instances.select_related("node").get(role="worker", index=1)
+    # Stopped behind the portal's back (Docker restarts only crashes): the reconciler, as a
+    # supervisor, starts it again with its disks.
     engine.cached(victim.node).api.kill(victim.container_id)
-
     report = reconciler.reconcile()
-    assert f"{cluster.id}/{victim.hostname}" in report["lost"]
-    cluster.refresh_from_db()
-    assert cluster.state == S.DEGRADED
-    victim.refresh_from_db()
-    assert victim.state == Instance.State.LOST
-    assert cluster.events.filter(message__startswith=f"{victim.hostname}'s container").exists()
-
-    engine.cached(victim.node).api.start(victim.container_id)
-    reconciler.reconcile()
+    assert report["restarted"] == [f"{cluster.id}/{victim.hostname}"]
+    assert inspect(victim)["State"]["Running"]
     cluster.refresh_from_db()
     assert cluster.state == S.RUNNING
+    assert cluster.events.filter(message__contains="started it again (1 of 1)").exists()
 
     # A container with our labels that no instance owns (say, left by a node that did not
     # answer during a destroy) is removed once past the grace period, not before.
@@ -259,6 +255,17 @@ def test_the_reconciler_reports_a_killed_container_and_removes_orphans(
     with pytest.raises(Exception, match="No such container"):
         api.inspect_container(orphan["Id"])
     assert all(inspect(i)["State"]["Running"] for i in cluster.instances.select_related("node"))
+
+    # Stopped again with its restarts used up: the cluster fails, naming the instance and its
+    # last log lines, and gives back everything it held.
+    engine.cached(victim.node).api.kill(victim.container_id)
+    reconciler.reconcile()
+    cluster.refresh_from_db()
+    assert cluster.state == S.FAILED
+    assert cluster.reason.startswith(f"{victim.hostname}'s container on {node.name} stopped")
+    assert "last log lines" in cluster.reason
+    assert not Instance.objects.filter(cluster=cluster, active=True).exists()
+    assert not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
 
 
 @pytest.fixture

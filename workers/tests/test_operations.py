@@ -175,22 +175,49 @@ def test_a_placement_that_fails_on_a_node_goes_back_to_the_queue_away_from_it(
     ]
 
 
+def stop_on_its_own(fake_nodes, cluster: Cluster, hostname: str, log: str) -> None:
+    instance = cluster.instances.select_related("node").get(hostname=hostname)
+    name = plans.container_name(cluster.id, instance.role, instance.index)
+    container = fake_nodes.on(instance.node.name)[name]
+    container.state, container.log = "exited", log
+
+
+def test_the_reconciler_starts_a_stopped_container_again_then_fails_its_cluster(
+    fake_nodes, pool, alice, demo, settings
+):
+    settings.CONTAINER_RESTARTS = 1
+    cluster = placed(alice, demo)
+    operations.run("launch", cluster.id)
+    stop_on_its_own(fake_nodes, cluster, "master-0", "Exception: disk full\n")
+    report = reconciler.reconcile(grace_seconds=3600)
+    assert report["restarted"] == [f"{cluster.id}/master-0"] and report["lost"] == []
+    cluster.refresh_from_db()
+    assert cluster.state == S.RUNNING
+    assert cluster.events.filter(message__contains="started it again (1 of 1)").exists()
+
+    stop_on_its_own(fake_nodes, cluster, "master-0", "Exception: disk full\n")
+    reconciler.reconcile(grace_seconds=3600)
+    cluster.refresh_from_db()
+    assert cluster.state == S.FAILED
+    assert cluster.reason.startswith("master-0's container on n")
+    assert "disk full" in cluster.reason and "started again 1 times" in cluster.reason
+    assert holds_nothing(cluster)
+
+
 def test_the_reconciler_fails_a_cluster_none_of_whose_instances_runs_and_releases(
     fake_nodes, pool, alice, demo
 ):
     cluster = placed(alice, demo)
     operations.run("launch", cluster.id)
     for instance in cluster.instances.select_related("node"):
-        container = fake_nodes.on(instance.node.name)[
-            plans.container_name(cluster.id, instance.role, instance.index)
-        ]
-        container.state, container.log = "exited", "Exception: disk full\n"
+        name = plans.container_name(cluster.id, instance.role, instance.index)
+        fake_nodes.on(instance.node.name).pop(name)  # gone: nothing to start again
     reconciler.reconcile(grace_seconds=3600)
     cluster.refresh_from_db()
     assert cluster.state == S.FAILED
     assert cluster.reason == "no instance of the cluster runs"
-    lost = cluster.events.filter(level=ClusterEvent.Level.ERROR, message__contains="exited")
-    assert lost.count() == 2 and "disk full" in lost.first().message
+    lost = cluster.events.filter(level=ClusterEvent.Level.ERROR, message__contains="vanished")
+    assert lost.count() == 2
     assert holds_nothing(cluster)
 
 
