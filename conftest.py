@@ -4,7 +4,6 @@ browser."""
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -66,7 +65,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     from django.conf import settings
 
     from portal.celery import app
-    from portal.queues import ALL_QUEUES
+    from portal.queues import worker_command
 
     env = {
         **os.environ,
@@ -81,26 +80,17 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     app.control.purge()  # tasks an interrupted earlier run left for clusters long gone
     log = open(worker_log_path(), "w")  # noqa: SIM115 (closed at teardown)
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            ",".join(ALL_QUEUES),
+        worker_command(
+            f"test-{os.getpid()}",
             "-P",
             "threads",
             "-c",
             "4",
-            "-n",
-            f"test-{os.getpid()}@%h",
             "--without-gossip",
             "--without-mingle",
             "-l",
             "info",
-        ],
+        ),
         cwd=BASE_DIR,
         env=env,
         stdout=log,

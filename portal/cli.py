@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from portal import devservers
-from portal.queues import ALL_QUEUES
+from portal.queues import worker_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -98,7 +98,7 @@ def run(stack: Stack) -> int:
     # worker, which finishes the tasks it holds.
     children = {"web": devservers.start_web(WEB_ADDRESS, env)}
     children["worker"] = subprocess.Popen(
-        [*celery, "worker", "-Q", ",".join(ALL_QUEUES), "-c", "4", "-n", "platter@%h"],
+        worker_command("platter", "-c", "4"),
         cwd=BASE_DIR, env=env, start_new_session=True,
     )  # fmt: skip
     children["beat"] = subprocess.Popen(

@@ -36,3 +36,23 @@ TASK_QUEUES = {
     "platter.admit_queued": PERIODIC,
     "platter.resume_stalled": PERIODIC,
 }
+
+
+def worker_command(name: str, *options: str) -> list[str]:
+    """The Celery worker on every queue, as `./platter run`, the tests and the fault suite
+    start it; `name` becomes its node name (NAME@host), `options` go last (pool, log level)."""
+    import sys
+
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "portal",
+        "worker",
+        "-Q",
+        ",".join(ALL_QUEUES),
+        "-n",
+        f"{name}@%h",
+        *options,
+    ]

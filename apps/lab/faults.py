@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -42,7 +41,7 @@ from apps.inventory.models import Address, Disk, Network, Node
 from apps.nodes import NodeError
 from portal import devservers
 from portal.celery import app
-from portal.queues import ALL_QUEUES
+from portal.queues import worker_command
 
 from . import daemons
 from .nodes import LabNode, lab_nodes
@@ -81,20 +80,7 @@ class Suite:
 
     def start_worker(self) -> None:
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"]}
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            ",".join(ALL_QUEUES),
-            "-c",
-            "4",
-            "-n",
-            f"faults-{os.getpid()}@%h",
-        ]
+        command = worker_command(f"faults-{os.getpid()}", "-c", "4")
         self.worker = subprocess.Popen(
             command,
             cwd=devservers.BASE_DIR,
