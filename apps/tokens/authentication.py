@@ -1,15 +1,20 @@
 """DRF authentication with personal tokens: ``Authorization: Bearer <token>`` for the
-Platter API, ``x-auth-token: <token>`` for the CESGA-compatible surface."""
+Platter API, ``x-auth-token: <token>`` for the CESGA-compatible surface.
+
+A read-only token's scope is enforced here, where every token passes, and not by a permission
+class: a view that sets permission_classes of its own (the admin-only inventory) would drop
+such a class, and with it the scope."""
 
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 
 from .models import ApiToken
 from .services import TokenExpired, TokenInvalid, check_token
 
 
-def _authenticate(raw: str) -> tuple:
+def _authenticate(request: Request, raw: str) -> tuple:
     try:
         token = check_token(raw)
     except TokenExpired as exc:
@@ -18,6 +23,8 @@ def _authenticate(raw: str) -> tuple:
         raise exceptions.AuthenticationFailed(
             "please provide a valid authentication token", code="token_invalid"
         ) from exc
+    if token.read_only and request.method not in SAFE_METHODS:
+        raise exceptions.PermissionDenied("this token is read-only", code="read_only_token")
     return token.user, token
 
 
@@ -36,7 +43,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             raw = parts[1].decode()
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("malformed token", code="token_invalid") from exc
-        return _authenticate(raw)
+        return _authenticate(request, raw)
 
     def authenticate_header(self, request: Request) -> str:
         # Present, so DRF answers 401 (not 403) to requests without credentials.
@@ -52,7 +59,7 @@ class HeaderTokenAuthentication(BaseAuthentication):
         raw = request.META.get(self.header)
         if not raw:
             return None
-        return _authenticate(raw)
+        return _authenticate(request, raw)
 
     def authenticate_header(self, request: Request) -> str:
         return 'x-auth-token realm="bigdata"'

@@ -300,10 +300,8 @@ REST_FRAMEWORK = {
         "apps.tokens.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.IsAuthenticated",
-        "apps.tokens.permissions.TokenScope",
-    ],
+    # A read-only token's scope: apps.tokens.authentication, whatever a view's permissions.
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": [
         "apps.api.throttling.AnonymousThrottle",
         "apps.api.throttling.UserThrottle",
