@@ -181,14 +181,14 @@ def check_value(definition: dict, value: Any) -> tuple[Any, str | None]:
     if kind == "int":
         number = _as_int(value)
         if number is None:
-            return None, f"must be an integer, got {value!r}"
+            return None, f"must be an integer, got {_brief(value)}"
         low, high = definition.get("min"), definition.get("max")
         if low is not None and high is not None and not low <= number <= high:
-            return None, f"must be between {low} and {high}, got {number}"
+            return None, f"must be between {low} and {high}, got {_brief(number)}"
         if low is not None and number < low:
-            return None, f"must be at least {low}, got {number}"
+            return None, f"must be at least {low}, got {_brief(number)}"
         if high is not None and number > high:
-            return None, f"must be at most {high}, got {number}"
+            return None, f"must be at most {high}, got {_brief(number)}"
         return number, None
     if kind == "bool":
         if isinstance(value, bool):
@@ -220,6 +220,12 @@ def check_value(definition: dict, value: Any) -> tuple[Any, str | None]:
     return None, f"has an unknown type {kind!r} in the product definition"
 
 
+def _brief(value: Any) -> str:
+    """A value as an error message quotes it: a 5,000-digit number is not echoed whole."""
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -227,7 +233,8 @@ def _as_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    # Up to 18 digits: any option's range, and far below int()'s 4300-digit refusal.
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value):
         return int(value)
     return None
 

@@ -38,7 +38,7 @@ class LaunchForm(forms.Form):
         help_text="Kind of every dedicated disk",
     )
     lease = forms.FloatField(
-        required=False, min_value=0.01, label="Lease (hours)",
+        required=False, min_value=0.01, max_value=10**6, label="Lease (hours)",
         help_text="Destroyed (data kept) when it ends; empty: no end",
     )  # fmt: skip
     reuse_data_from = forms.ModelChoiceField(

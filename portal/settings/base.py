@@ -41,6 +41,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "portal.context.RequestContextMiddleware",
+    "portal.limits.RequestLimitsMiddleware",  # NUL bytes, body size (before anything reads)
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +84,9 @@ REDIS_URL = envstr("REDIS_URL", f"redis://127.0.0.1:{LOCAL_REDIS_PORT}/0")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
 }
+
+# The largest request body (bytes) any page or API call accepts (413 above it; portal.limits).
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("PLATTER_MAX_REQUEST_BYTES", 1024 * 1024)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -312,6 +316,11 @@ REST_FRAMEWORK = {
         "user": envstr("PLATTER_API_RATE_USER", "600/min"),
         "token": envstr("PLATTER_API_RATE_TOKEN", "300/min"),
     },
+    "DEFAULT_PARSER_CLASSES": [
+        "apps.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

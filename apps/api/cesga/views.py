@@ -8,7 +8,6 @@ with the cluster id as job id) already redirects (303) to the cluster."""
 from django.http import Http404
 from django.urls import reverse
 from rest_framework import exceptions, status
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -23,6 +22,7 @@ from apps.clusters.services import request_destroy
 from apps.tokens.authentication import HeaderTokenAuthentication
 
 from ..errors import exception_handler
+from ..parsers import JSONParser
 from ..launching import find_version, launch_from_body
 from ..permissions import visible_clusters
 from ..views.clusters import detail_queryset

@@ -172,10 +172,12 @@ class LaunchSerializer(serializers.Serializer):
 
     name = serializers.SlugField(max_length=63, required=False)
     disk_kind = serializers.ChoiceField(choices=["hdd", "ssd", "nvme"], required=False)
-    lease = serializers.FloatField(required=False, help_text="hours", min_value=0.001)
+    lease = serializers.FloatField(required=False, help_text="hours", min_value=0.001,
+                                   max_value=10**6)  # fmt: skip
     reuse_data_from = serializers.IntegerField(
-        required=False, min_value=1, help_text="id of a destroyed cluster of yours"
-    )
+        required=False, min_value=1, max_value=2**63 - 1,
+        help_text="id of a destroyed cluster of yours",
+    )  # fmt: skip
 
 
 class ClusterCreateSerializer(LaunchSerializer):

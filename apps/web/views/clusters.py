@@ -27,6 +27,8 @@ STOPPED = "The container is not running: nothing more comes."
 # A page left open does not follow a log for ever: 30 minutes of 2-second polls.
 FOLLOW_POLLS = 900
 FOLLOW_PAUSED = "Follow paused after 30 minutes: press Show to go on."
+# As the API's ExtendSerializer: finite, positive, at most a million hours.
+EXTENSION_HOURS = forms.FloatField(min_value=0.001, max_value=10**6)
 
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
@@ -191,9 +193,9 @@ def cluster_start(request: HttpRequest, cluster_id: int) -> HttpResponse:
 def cluster_extend(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
     try:
-        hours = float(request.POST.get("hours", ""))
-    except ValueError:
-        messages.error(request, "Give the extension in hours, e.g. 4")
+        hours = EXTENSION_HOURS.clean(request.POST.get("hours", ""))
+    except forms.ValidationError as error:  # nan and inf too: a float() would take them
+        messages.error(request, f"Give the extension in hours, e.g. 4 ({' '.join(error)})")
         return redirect("web:cluster", cluster_id=cluster.id)
     return _act(
         request, cluster, lambda: services.extend_lease(cluster.id, hours, actor=request.user)

@@ -1,0 +1,69 @@
+"""Per-request limits checked before any view runs: no NUL byte in the path or the query (they
+reach the database, which refuses them, as a server error), and no body larger than
+DATA_UPLOAD_MAX_MEMORY_SIZE. Django applies that setting only when a view reads
+``request.body`` or a form; the API's parsers read the stream directly, and a chunked body
+(no Content-Length) escapes it altogether."""
+
+import io
+from collections.abc import Callable
+from urllib.parse import parse_qsl
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+API_PREFIXES = ("/api/", "/bigdata/api/")
+# The CESGA surface names its errors in words (apps.api.cesga.views.WORDS).
+CESGA_WORDS = {400: "bad request", 413: "payload too large"}
+API_CODES = {400: "invalid", 413: "payload_too_large"}
+
+
+def refuse(request: HttpRequest, status: int, message: str, **extra: object) -> HttpResponse:
+    """An API client gets the API's error body; a browser a short text page."""
+    if request.path_info.startswith(API_PREFIXES):
+        words = CESGA_WORDS if request.path_info.startswith("/bigdata/") else API_CODES
+        body = {"status": status, "error": words[status], "message": message, **extra}
+        return JsonResponse(body, status=status)
+    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def nul_in_query(query_string: str) -> list[str]:
+    """The query parameters whose name or value holds a NUL byte."""
+    pairs = parse_qsl(query_string, keep_blank_values=True, errors="replace")
+    return sorted({name.replace("\x00", "") or "(unnamed)" for name, value in pairs
+                   if "\x00" in name or "\x00" in value})  # fmt: skip
+
+
+class RequestLimitsMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path_info:
+            return refuse(request, 400, "the path contains a NUL byte")
+        bad = nul_in_query(request.META.get("QUERY_STRING", ""))
+        if bad:
+            fields = dict.fromkeys(bad, "contains a NUL byte")
+            return refuse(request, 400, "invalid request: " + ", ".join(bad), fields=fields)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and self._too_large(request, limit):
+            return refuse(request, 413, f"the request body is larger than {limit} bytes")
+        return self.get_response(request)
+
+    @staticmethod
+    def _too_large(request: HttpRequest, limit: int) -> bool:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django reads no body then
+        if length:
+            return length > limit
+        if not request.META.get("wsgi.input_terminated"):
+            return False  # without a length Django reads nothing
+        # A chunked body the server hands through: read at most one byte past the limit and
+        # give the rest of the request a body of known length.
+        body = request._stream.read(limit + 1)  # noqa: SLF001 (WSGIRequest's own stream)
+        if len(body) > limit:
+            return True
+        request._stream = io.BytesIO(body)  # noqa: SLF001
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        return False
