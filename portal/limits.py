@@ -61,9 +61,9 @@ class RequestLimitsMiddleware:
             return False  # without a length Django reads nothing
         # A chunked body the server hands through: read at most one byte past the limit and
         # give the rest of the request a body of known length.
-        body = request._stream.read(limit + 1)  # noqa: SLF001 (WSGIRequest's own stream)
+        body = request._stream.read(limit + 1)  # WSGIRequest's own stream
         if len(body) > limit:
             return True
-        request._stream = io.BytesIO(body)  # noqa: SLF001
+        request._stream = io.BytesIO(body)
         request.META["CONTENT_LENGTH"] = str(len(body))
         return False

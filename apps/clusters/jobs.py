@@ -1,8 +1,12 @@
 """Handing cluster work to the Celery workers, by task name so the clusters app does not
 import the workers package (the workers import the clusters app)."""
 
+import logging
+
 from django.conf import settings
 from django.db import transaction
+
+log = logging.getLogger(__name__)
 
 LAUNCH = "platter.launch_cluster"
 STOP = "platter.stop_cluster"
@@ -16,6 +20,23 @@ def dispatch(task: str, *args) -> None:
     cluster, or a state, that is not committed yet (or never will be)."""
     if not settings.DISPATCH_CLUSTER_TASKS:
         return
+    transaction.on_commit(lambda: send(task, *args))
+
+
+def send(task: str, *args) -> bool:
+    """Hand the task to the broker now; False when it does not take it. The request that
+    wrote the work has committed by then, so a broker that is down must not turn its answer
+    into a 500 (a client would retry a launch that happened): the work is in the database,
+    and beat's passes hand it out again (admit_queued for queued clusters, resume_stalled
+    for those left mid-way)."""
     from portal.celery import app
 
-    transaction.on_commit(lambda: app.send_task(task, args=list(args)))
+    try:
+        # No result: nobody waits for these by id, and subscribing to one is a second
+        # round of retries against a Redis that is down.
+        app.send_task(task, args=list(args), ignore_result=True)
+    except Exception as error:  # noqa: BLE001 (whatever the broker raised, the answer stands)
+        log.warning("could not hand %s%s to the workers: %s; beat retries it", task,
+                    tuple(args), error)  # fmt: skip
+        return False
+    return True

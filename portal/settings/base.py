@@ -331,6 +331,8 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
 }
+# A launch's Idempotency-Key (apps.api.idempotency) is remembered this many hours.
+IDEMPOTENCY_KEY_HOURS = envint("PLATTER_IDEMPOTENCY_KEY_HOURS", 24)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Platter API",
     "DESCRIPTION": "Big Data clusters as Docker containers with dedicated local disks.",

@@ -44,10 +44,11 @@ def database_url(password: str, port: int | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def prod_server_factory(django_db_setup, tmp_path_factory):
-    """start(database_port=None) -> a running production server; all stopped afterwards."""
+    """start(database_port=None, redis_url=None) -> a running production server (on the test
+    database and Redis unless told otherwise); all stopped afterwards."""
     started: list[subprocess.Popen] = []
 
-    def start(database_port: int | None = None) -> ProdServer:
+    def start(database_port: int | None = None, redis_url: str | None = None) -> ProdServer:
         folder = tmp_path_factory.mktemp("prod")
         secret_key = secrets.token_urlsafe(60)
         db_password = f"db-pw-{secrets.token_hex(8)}"
@@ -55,7 +56,7 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
         files = {
             "SECRET_KEY_FILE": secret_key,
             "DATABASE_URL_FILE": database_url(db_password, database_port),
-            "REDIS_URL_FILE": settings.CACHES["default"]["LOCATION"],
+            "REDIS_URL_FILE": redis_url or settings.CACHES["default"]["LOCATION"],
             "PLATTER_METRICS_TOKEN_FILE": metrics_token,
         }
         hidden = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "PLATTER_METRICS_TOKEN", "DEBUG"}

@@ -21,15 +21,17 @@ from apps.clusters.models import Cluster
 from apps.clusters.services import request_destroy
 from apps.tokens.authentication import HeaderTokenAuthentication
 
+from .. import idempotency
 from ..errors import exception_handler
-from ..parsers import JSONParser
 from ..launching import find_version, launch_from_body
+from ..parsers import JSONParser
 from ..permissions import visible_clusters
 from ..views.clusters import detail_queryset
 from .status import cesga_status
 
 WORDS = {400: "bad request", 401: "unauthorized", 403: "forbidden", 404: "not found",
-         405: "method not allowed", 409: "conflict", 429: "too many requests"}  # fmt: skip
+         405: "method not allowed", 409: "conflict", 413: "payload too large",
+         422: "unprocessable entity", 429: "too many requests"}  # fmt: skip
 
 
 def cesga_exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -119,9 +121,16 @@ class ProductVersion(CesgaView):
         })  # fmt: skip
 
     def post(self, request: Request, name: str, version: str) -> Response:
-        cluster = launch_from_body(request.user, self._version(name, version), request.data)
-        job = request.build_absolute_uri(reverse("cesga:queue", args=[cluster.id]))
-        return Response({"url": job}, status=status.HTTP_202_ACCEPTED, headers={"Location": job})
+        """Launch; with an Idempotency-Key a retry gets the first answer (apps.api)."""
+
+        def launch() -> Response:
+            cluster = launch_from_body(request.user, self._version(name, version), request.data)
+            job = request.build_absolute_uri(reverse("cesga:queue", args=[cluster.id]))
+            return Response(
+                {"url": job}, status=status.HTTP_202_ACCEPTED, headers={"Location": job}
+            )
+
+        return idempotency.once(request, launch)
 
 
 class ProductOptions(CesgaView):

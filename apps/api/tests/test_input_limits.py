@@ -53,8 +53,8 @@ def test_a_lease_beyond_any_date_is_a_400_even_without_a_lease_cap(raw, tokens, 
 
 @pytest.mark.parametrize(
     "path",
-    ["/bigdata/api/v1/products/%00", "/api/v1/products/%00/1.0", "/api/v1/clusters/a%00b/demo/1.0/1",
-     "/bigdata/api/v1/clusters/%00"],
+    ["/bigdata/api/v1/products/%00", "/api/v1/products/%00/1.0",
+     "/api/v1/clusters/a%00b/demo/1.0/1", "/bigdata/api/v1/clusters/%00"],
 )  # fmt: skip
 def test_a_nul_byte_in_the_path_is_a_400(raw, tokens, demo, path):
     response = raw.get(path, **bearer(tokens))

@@ -71,9 +71,7 @@ def test_a_staff_read_only_token_neither_drains_nor_sets_quotas(client, world, s
     assert client.get(f"/api/v1/nodes/{node.id}", **auth).status_code == 200
 
 
-def test_a_read_only_token_neither_launches_nor_deletes_on_the_cesga_surface(
-    client, world, alice
-):
+def test_a_read_only_token_neither_launches_nor_deletes_on_the_cesga_surface(client, world, alice):
     auth = {"HTTP_X_AUTH_TOKEN": token_for(alice, read_only=True)}
     launch = client.post(
         "/bigdata/api/v1/products/demo/1.0", {}, content_type="application/json", **auth

@@ -14,6 +14,7 @@ from apps.clusters import logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
 
+from .. import idempotency
 from ..errors import ApiError
 from ..filters import ClusterFilter
 from ..launching import find_version, launch_from_body
@@ -67,6 +68,9 @@ LOG_ERRORS = {
     503: OpenApiResponse(ErrorSerializer, "the instance's node did not answer"),
 }
 TEXT = "text/plain; charset=utf-8"
+IDEMPOTENCY_CONFLICT = OpenApiResponse(
+    ErrorSerializer, "the Idempotency-Key was sent before with another request"
+)
 
 
 def text_stream(lines: Iterator[str]) -> StreamingHttpResponse:
@@ -102,9 +106,16 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     def get_serializer_class(self):
         return ClusterSerializer if self.action == "list" else ClusterDetailSerializer
 
-    @extend_schema(request=ClusterCreateSerializer, responses={202: ClusterDetailSerializer})
+    @extend_schema(
+        request=ClusterCreateSerializer,
+        parameters=[idempotency.PARAMETER],
+        responses={202: ClusterDetailSerializer, 422: IDEMPOTENCY_CONFLICT},
+    )
     def create(self, request: Request) -> Response:
         """Launch with the product and version named in the body (see products/…/…)."""
+        return idempotency.once(request, lambda: self._launch(request))
+
+    def _launch(self, request: Request) -> Response:
         body = request.data if isinstance(request.data, dict) else {}
         names = ClusterCreateSerializer(data=body, partial=True)
         names.is_valid(raise_exception=True)

@@ -9,10 +9,11 @@ from rest_framework.viewsets import ReadOnlyModelViewSet
 from apps.catalog.models import Product, ProductVersion
 from apps.catalog.services import launchable_versions
 
+from .. import idempotency
 from ..launching import find_version, launch_from_body
 from ..serializers.clusters import ClusterDetailSerializer, LaunchSerializer
 from ..serializers.products import ProductSerializer, VersionSerializer
-from .clusters import accepted
+from .clusters import IDEMPOTENCY_CONFLICT, accepted
 
 
 class ProductViewSet(ReadOnlyModelViewSet):
@@ -52,11 +53,16 @@ class VersionView(GenericAPIView):
     @extend_schema(
         operation_id="versions_launch",
         request=LaunchSerializer,
-        responses={202: ClusterDetailSerializer},
+        parameters=[idempotency.PARAMETER],
+        responses={202: ClusterDetailSerializer, 422: IDEMPOTENCY_CONFLICT},
         description="Launch a cluster. The body holds the product's options (see the "
         "version's `options`, e.g. `size`, `disks`, `cpu`, `mem`) next to the launch keys "
         "below. Answers 202 with the queued cluster and its URL in `Location`.",
     )
     def post(self, request: Request, product: str, version: str) -> Response:
-        cluster = launch_from_body(request.user, self.get_object(), request.data)
-        return accepted(request, cluster)
+        def launch() -> Response:
+            return accepted(
+                request, launch_from_body(request.user, self.get_object(), request.data)
+            )
+
+        return idempotency.once(request, launch)
