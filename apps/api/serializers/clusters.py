@@ -118,7 +118,7 @@ class ClusterDetailSerializer(ClusterSerializer):
     endpoints = serializers.SerializerMethodField()
     connection = serializers.SerializerMethodField()
     events = EventSerializer(many=True)
-    reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True)
+    reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     queue = serializers.SerializerMethodField()
     provisioning = serializers.SerializerMethodField()
     data_path = serializers.SerializerMethodField()

@@ -106,12 +106,22 @@ LimitsSerializer = type(
 )
 
 
+class NameField(serializers.SlugRelatedField):
+    """A row by its name; a name with a NUL byte is refused before it reaches the database,
+    which cannot compare it (DRF's field lets that through as a server error)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value="(with a NUL byte)")
+        return super().to_internal_value(data)
+
+
 class QuotaSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(
+    user = NameField(
         slug_field="username", queryset=get_user_model().objects.all(), allow_null=True,
         required=False,
     )  # fmt: skip
-    group = serializers.SlugRelatedField(
+    group = NameField(
         slug_field="name", queryset=Group.objects.all(), allow_null=True, required=False
     )
     used = serializers.SerializerMethodField()
@@ -122,7 +132,8 @@ class QuotaSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(LimitsSerializer)
     def get_used(self, quota: Quota) -> dict:
-        return user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
+        used = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
+        return LimitsSerializer(used).data  # the database's sums are decimals: integers here
 
     def validate(self, attrs: dict) -> dict:
         user = attrs.get("user", getattr(self.instance, "user", None))
