@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from apps.api.models import IdempotentRequest
 from apps.clusters.models import Cluster
+from apps.clusters.tests.factories import make_network, make_node
 
 from .conftest import token_for
 
@@ -16,6 +17,13 @@ LAUNCHES = {
     "clusters": ("/api/v1/clusters", {"product": "demo", "version": "1.0", "size": 1}),
     "version": ("/api/v1/products/demo/1.0", {"size": 1}),
 }
+
+
+@pytest.fixture(autouse=True)
+def pool(db):
+    """A node the launches fit on (a launch the pool could never run is refused)."""
+    make_network()
+    return make_node(cores=64, memory_mb=65536, disks={"hdd": 24, "ssd": 8})
 
 
 def post(api, persona: str, path: str, body: dict, key: str | None):

@@ -4,6 +4,7 @@ import pytest
 from django.test import Client
 
 from apps.api.tests.conftest import make_cluster
+from apps.clusters.tests.factories import make_network, make_node
 
 
 @pytest.fixture
@@ -18,6 +19,8 @@ def demo(db):
     from apps.catalog.services import load_catalog
 
     load_catalog()
+    make_network()
+    make_node(cores=64, memory_mb=65536, disks={"hdd": 24, "ssd": 8})  # where it could run
     return ProductVersion.objects.get(product__name="demo", version="1.0")
 
 
