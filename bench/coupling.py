@@ -34,8 +34,9 @@ from django.conf import settings  # noqa: E402
 
 from apps.inventory.benchmarks import parse_fio  # noqa: E402
 from apps.lab import host  # noqa: E402
-from apps.lab.daemons import local_client  # noqa: E402
+from apps.lab.daemons import local_endpoint  # noqa: E402
 from apps.lab.nodes import disk_kind, lab_nodes  # noqa: E402
+from apps.nodes.engine import connect  # noqa: E402
 
 SITE = "bench-coupling"
 VOLUMES = 4
@@ -162,7 +163,7 @@ def main() -> None:
     hdds = [(m, d) for m, d, kind in disks if kind == "hdd"][:VOLUMES]
     if len(hdds) < VOLUMES:
         raise SystemExit(f"coupling 1 needs {VOLUMES} HDDs on {node.name}")
-    client = local_client(node, timeout=600)
+    client = connect(local_endpoint(node).endpoint, timeout=600)
     cap = args.cap_mb * 1_000_000
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
@@ -179,7 +180,7 @@ def main() -> None:
 
 def up(node) -> bool:
     try:
-        return local_client(node, timeout=5).ping()
+        return connect(local_endpoint(node).endpoint, timeout=5).ping()
     except Exception:  # noqa: BLE001 (a node another run stopped is simply skipped)
         return False
 

@@ -4,9 +4,9 @@ import shutil
 import subprocess
 import time
 
-import docker
-
-from apps.nodes.engine import Address, connect
+from apps import nodes
+from apps.nodes import NodeError
+from apps.nodes.engine import Address
 
 from . import host
 from .host import LabError
@@ -53,14 +53,14 @@ def dockerd_command(node: LabNode) -> list[str]:
     return command
 
 
-def local_client(node: LabNode, timeout: int = 10) -> docker.DockerClient:
-    """The lab itself talks to its daemons over their unix sockets."""
-    return connect(f"unix://{node.socket}", timeout=timeout)
+def local_endpoint(node: LabNode, timeout: int = 10) -> Address:
+    """The node's dockerd over its local socket: the lab talks to its daemons through the
+    node layer, as the portal does (over TLS or SSH) once they are its nodes."""
+    return Address(node.name, f"unix://{node.socket}", timeout=timeout)
 
 
-def local_endpoint(node: LabNode) -> Address:
-    """The node's dockerd over its local socket, for the node layer."""
-    return Address(node.name, f"unix://{node.socket}")
+def local_node(node: LabNode, timeout: int = 10) -> nodes.NodeClient:
+    return nodes.client(local_endpoint(node, timeout))
 
 
 # The daemons this process started, so a wait sees one exit at once (and reaps it).
@@ -105,9 +105,9 @@ def wait_for_dockerd(node: LabNode, seconds: float = 60) -> None:
     while time.monotonic() < deadline:
         if node.socket.exists():
             try:
-                local_client(node, timeout=5).ping()
+                local_node(node, timeout=5).ping()
                 return
-            except (docker.errors.DockerException, OSError) as exc:  # still starting
+            except NodeError as exc:  # still starting
                 last_error = exc
         # A daemon that exited (it could not bind its address, say) never answers: say why now.
         if exited(node):
@@ -127,9 +127,7 @@ def remove_containers(node: LabNode) -> str | None:
     if not (host.pid_alive(node.pidfile) and node.socket.exists()):
         return "its daemon is not running"
     try:
-        client = local_client(node, timeout=10)
-        for container in client.containers.list(all=True):
-            container.remove(force=True)
+        local_node(node).remove_all_containers()
     except Exception as exc:  # noqa: BLE001 (any failure here: the process sweep follows)
         return f"{type(exc).__name__}: {exc}"
     return None

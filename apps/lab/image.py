@@ -6,13 +6,12 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import docker
 from django.conf import settings
 
 from apps import nodes
 
 from . import host
-from .daemons import local_client, local_endpoint
+from .daemons import local_endpoint, local_node
 from .nodes import LabNode, state_dir
 
 
@@ -114,16 +113,9 @@ def build_fio_image_tar(folder: Path | None = None) -> Path:
 
 def ensure_image(node: LabNode, tar_path: Path, image: str = "") -> None:
     image = image or settings.LAB_IMAGE
-    client = local_client(node, timeout=120)
-    try:
-        client.images.get(image)
-        return
-    except docker.errors.ImageNotFound:
-        pass
-    repository, tag = image.rsplit(":", 1)
-    client.api.import_image(
-        src=str(tar_path), repository=repository, tag=tag, changes=['CMD ["/bin/sh"]']
-    )
+    client = local_node(node, timeout=120)
+    if not client.has_image(image):
+        client.import_image(tar_path, image, changes=['CMD ["/bin/sh"]'])
 
 
 # A lab node holds at most LAB_DISKS_PER_NODE instances; 28 addresses cover 4 full nodes.

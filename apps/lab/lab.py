@@ -14,7 +14,6 @@ import os
 import shutil
 from pathlib import Path
 
-import docker
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import ProtectedError
@@ -23,9 +22,10 @@ from apps.inventory import pki
 from apps.inventory.discovery import KIND_FILE
 from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
+from apps.nodes import NodeError
 
 from . import clash, host, segments, ssh
-from .daemons import local_client, start_dockerd, wait_for_dockerd
+from .daemons import local_node, start_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
     build_base_image_tar,
@@ -260,9 +260,9 @@ def status(spec: LabSpec | None = None) -> list[dict]:
         row = {"node": node.name, "endpoint": node.endpoint, "dockerd": "down", "disks": 0}
         if host.pid_alive(node.pidfile):
             try:
-                local_client(node, timeout=5).ping()
+                local_node(node, timeout=5).ping()
                 row["dockerd"] = "up"
-            except (docker.errors.DockerException, OSError) as exc:
+            except NodeError as exc:
                 row["dockerd"] = f"not answering ({exc})"
         row["disks"] = sum(
             host.mounted_device(node.disk_paths(i)[1]) is not None

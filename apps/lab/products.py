@@ -25,7 +25,7 @@ from apps.catalog.product_images.build import (
 )
 from apps.nodes import parallel
 
-from .daemons import local_client, local_endpoint
+from .daemons import local_endpoint, local_node
 from .nodes import LabNode
 
 BUILD_TIMEOUT = 1800  # seconds an engine call may take while it copies a big context
@@ -52,7 +52,7 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
     log(f"product images staged in {time.monotonic() - started:.0f} s")
 
     def build_on(node: LabNode) -> list[str]:
-        client = local_client(node, timeout=BUILD_TIMEOUT)
+        client = local_node(node, timeout=BUILD_TIMEOUT)
         base = ensure_base(client, cache_dir())
         built = []
         for item, on_base in staged:

@@ -14,7 +14,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import TypeVar
+from pathlib import Path
+from typing import BinaryIO, TypeVar
 
 import docker
 from django.conf import settings
@@ -22,7 +23,7 @@ from docker.errors import DockerException
 
 from . import engine
 from .engine import Endpoint
-from .errors import NodeConflict, NodeError, NodeMissing
+from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused
 from .specs import LOG_CONFIG, ContainerSpec
 
 log = logging.getLogger(__name__)
@@ -352,6 +353,71 @@ class NodeClient:
                 self.name,
                 f"image {image} is not on the node and could not be pulled: {error.message}",
             ) from error
+
+    def image_labels(self, reference: str) -> dict[str, str] | None:
+        """The labels of an image the node holds, or None when it has no such image."""
+        try:
+            info = self._call(lambda api: api.inspect_image(reference), f"inspect {reference}")
+        except NodeMissing:
+            return None
+        return (info.get("Config") or {}).get("Labels") or {}
+
+    def import_image(self, tar_path: Path, reference: str, changes: list[str]) -> None:
+        """A root file system tar as the image `reference` (Dockerfile `changes` applied)."""
+        repository, tag = reference.rsplit(":", 1)
+        self._call(
+            lambda api: api.import_image(
+                src=str(tar_path), repository=repository, tag=tag, changes=changes
+            ),
+            f"import {reference}",
+        )
+
+    def build_image(
+        self,
+        context: BinaryIO,
+        reference: str,
+        *,
+        buildargs: dict | None = None,
+        labels: dict | None = None,
+    ) -> str:
+        """Build `reference` from a tar build context; returns the build's output, or raises
+        NodeRefused with the step that failed."""
+        what = f"build {reference}"
+        stream = self._call(
+            lambda api: api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=reference,
+                buildargs=buildargs,
+                labels=labels,
+                rm=True,
+                forcerm=True,
+                decode=True,
+            ),
+            what,
+        )
+        output = []
+        try:
+            for chunk in stream:
+                if "error" in chunk:
+                    raise NodeRefused(self.name, f"{what}: {chunk['error'].strip()}")
+                output.append(chunk.get("stream", ""))
+        except DockerException as error:
+            raise engine.classify(self.name, error, what) from error
+        return "".join(output)
+
+    def push_image(self, reference: str) -> None:
+        repository, tag = reference.rsplit(":", 1)
+        what = f"push {reference}"
+        lines = self._call(lambda api: api.push(repository, tag, stream=True, decode=True), what)
+        for line in lines:
+            if "error" in line:
+                raise NodeRefused(self.name, f"{what}: {line['error']}")
+
+    def remove_all_containers(self) -> None:
+        """Every container of the engine, ours or not (a lab daemon being taken down)."""
+        for found in self._call(lambda api: api.containers(all=True), "list containers"):
+            self.remove(found["Id"])
 
     def ensure_network(self, name: str, subnet: str, gateway: str, parent: str) -> None:
         """A macvlan network on the node on first use; an existing one is kept."""

@@ -36,11 +36,14 @@ class Endpoint(Protocol):
 
 @dataclass(frozen=True)
 class Address:
-    """A node that has no inventory row (yet): the lab's daemons over their local sockets."""
+    """A node that has no inventory row: the lab's daemons over their local sockets, the
+    engine that builds product images. `timeout` (seconds per call) replaces
+    NODE_API_TIMEOUT, e.g. for image builds."""
 
     name: str
     endpoint: str
     tls_dir: str = ""
+    timeout: int = 0
 
 
 def classify(node: str, error: Exception, what: str = "") -> NodeError:
@@ -117,17 +120,18 @@ def connect(endpoint: str, tls_dir: str = "", timeout: int | None = None) -> doc
     return client
 
 
-_clients: dict[tuple[str, str], docker.DockerClient] = {}
+_clients: dict[tuple[str, str, int], docker.DockerClient] = {}
 _lock = threading.Lock()
 
 
 def cached(node: Endpoint) -> docker.DockerClient:
     """The cached client of an endpoint; a changed endpoint gets a fresh one."""
-    key = (node.endpoint, node.tls_dir or "")
+    timeout = getattr(node, "timeout", 0) or 0
+    key = (node.endpoint, node.tls_dir or "", timeout)
     with _lock:
         client = _clients.get(key)
     if client is None:
-        client = connect(node.endpoint, node.tls_dir)
+        client = connect(node.endpoint, node.tls_dir, timeout or None)
         with _lock:
             client = _clients.setdefault(key, client)
     return client
@@ -136,6 +140,7 @@ def cached(node: Endpoint) -> docker.DockerClient:
 def forget(node: Endpoint) -> None:
     """Drop an endpoint's cached client, e.g. after its daemon restarted."""
     with _lock:
-        client = _clients.pop((node.endpoint, node.tls_dir or ""), None)
-    if client is not None:
+        keys = [k for k in _clients if k[:2] == (node.endpoint, node.tls_dir or "")]
+        dropped = [_clients.pop(key) for key in keys]
+    for client in dropped:
         client.close()

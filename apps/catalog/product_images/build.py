@@ -17,7 +17,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
+from apps.nodes import NodeClient, NodeError
 
 from .recipe import IMAGES_DIR, Recipe
 
@@ -101,15 +101,14 @@ def base_rootfs(cache: Path) -> Path:
     return tar_path
 
 
-def ensure_base(client: docker.DockerClient, cache: Path) -> str:
+def ensure_base(client: NodeClient, cache: Path) -> str:
     """The JVM base on this engine (imported from the rootfs tar when missing or stale)."""
     content = base_content()
     if _has(client, base_reference(), content):
         return base_reference()
-    client.api.import_image(
-        src=str(base_rootfs(cache)),
-        repository=BASE_REPOSITORY,
-        tag=BASE_TAG,
+    client.import_image(
+        base_rootfs(cache),
+        base_reference(),
         changes=[f"LABEL {CONTENT_LABEL}={content}", 'CMD ["/bin/bash"]'],
     )
     return base_reference()
@@ -145,37 +144,26 @@ def stage(recipe: Recipe, cache: Path) -> Staged:
     return Staged(recipe.reference, tar_path, content)
 
 
-def ensure_built(
-    client: docker.DockerClient, staged: Staged, base: str | None, tag_as: str = ""
-) -> bool:
+def ensure_built(client: NodeClient, staged: Staged, base: str | None, tag_as: str = "") -> bool:
     """The staged image on this engine; False when it was already there (nothing built)."""
     reference = tag_as or staged.reference
     if _has(client, reference, staged.content):
         return False
     with staged.context.open("rb") as context:
-        stream = client.api.build(
-            fileobj=context,
-            custom_context=True,
-            tag=reference,
-            buildargs={"BASE": base} if base else None,
-            labels={CONTENT_LABEL: staged.content},
-            rm=True,
-            forcerm=True,
-            decode=True,
-        )
-        log = []
-        for chunk in stream:
-            if "error" in chunk:
-                raise BuildError(f"building {reference}: {chunk['error'].strip()}")
-            log.append(chunk.get("stream", ""))
+        try:
+            log = client.build_image(
+                context,
+                reference,
+                buildargs={"BASE": base} if base else None,
+                labels={CONTENT_LABEL: staged.content},
+            )
+        except NodeError as error:
+            raise BuildError(f"building {reference}: {error.message}") from error
     if not _has(client, reference, staged.content):
-        raise BuildError(f"building {reference} left no image:\n{''.join(log)[-1500:]}")
+        raise BuildError(f"building {reference} left no image:\n{log[-1500:]}")
     return True
 
 
-def _has(client: docker.DockerClient, reference: str, content: str) -> bool:
-    try:
-        image = client.images.get(reference)
-    except docker.errors.ImageNotFound:
-        return False
-    return (image.labels or {}).get(CONTENT_LABEL) == content
+def _has(client: NodeClient, reference: str, content: str) -> bool:
+    labels = client.image_labels(reference)
+    return labels is not None and labels.get(CONTENT_LABEL) == content

@@ -4,6 +4,7 @@ a file of its deploy/images folder changes; and the reconciler records what each
 import pytest
 from django.conf import settings
 
+from apps import nodes
 from apps.catalog.product_images import recipe as recipe_module
 from apps.catalog.product_images.build import ensure_built, stage
 from apps.catalog.product_images.recipe import Recipe
@@ -41,11 +42,12 @@ def test_it_builds_once_per_content_and_again_when_a_script_changes(
 
     tiny = Recipe(folder.name, "1", ("nothing to download",), fetch)
     cache = tmp_path / "cache"
-    client = engine.cached(Node.objects.get(name="lab-1"))
+    lab1 = Node.objects.get(name="lab-1")
+    client, raw = nodes.client(lab1), engine.cached(lab1)
     try:
         staged = stage(tiny, cache)
         assert ensure_built(client, staged, settings.LAB_IMAGE) is True
-        assert output_of(client, tiny.reference) == "one fetched"
+        assert output_of(raw, tiny.reference) == "one fetched"
 
         assert stage(tiny, cache) == staged and len(fetches) == 1  # cached by content
         assert ensure_built(client, staged, settings.LAB_IMAGE) is False  # nothing to build
@@ -54,9 +56,9 @@ def test_it_builds_once_per_content_and_again_when_a_script_changes(
         changed = stage(tiny, cache)
         assert changed.content != staged.content and not staged.context.exists()
         assert ensure_built(client, changed, settings.LAB_IMAGE) is True
-        assert output_of(client, tiny.reference) == "two fetched"
+        assert output_of(raw, tiny.reference) == "two fetched"
     finally:
-        client.images.remove(tiny.reference, force=True)
+        raw.images.remove(tiny.reference, force=True)
 
 
 def test_the_reconciler_records_the_images_each_node_holds(lab_inventory):

@@ -15,10 +15,11 @@ import pytest
 from django.conf import settings
 
 from apps.lab import clash, lab
-from apps.lab.daemons import local_client
+from apps.lab.daemons import local_endpoint
 from apps.lab.host import LabError
 from apps.lab.nodes import LabSpec, lab_nodes
 from apps.lab.tests.machine import machine_holds
+from apps.nodes import engine
 
 pytestmark = pytest.mark.lab
 
@@ -71,7 +72,7 @@ def run_container(spec: LabSpec, node_index: int) -> None:
     """A long-running container with the node's first disk bind-mounted, as a cluster has."""
     node = lab_nodes(spec)[node_index]
     disk = node.disk_paths(1)[1]
-    local_client(node).containers.run(
+    engine.connect(local_endpoint(node).endpoint).containers.run(
         settings.LAB_IMAGE,
         ["sh", "-c", f"while :; do sleep 1; done; echo tinylab-{spec.key}"],
         volumes={str(disk): {"bind": "/data/1", "mode": "rw"}},

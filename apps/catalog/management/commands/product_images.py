@@ -9,9 +9,11 @@ deploy/images/jvm-base/Dockerfile (FROM debian:bookworm-slim); the lab imports t
 system made by mmdebstrap instead, having no registry.
 """
 
+import io
+import os
+import tarfile
 from pathlib import Path
 
-import docker
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -24,6 +26,8 @@ from apps.catalog.product_images.build import (
 )
 from apps.catalog.product_images.recipe import IMAGES_DIR
 from apps.catalog.product_images.sources import FetchError
+from apps.nodes import NodeError, client
+from apps.nodes.engine import Address
 
 
 class Command(BaseCommand):
@@ -42,16 +46,20 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"no recipe for {', '.join(sorted(unknown))}")
         prefix = f"{registry.rstrip('/')}/" if registry else ""
-        client = docker.from_env(timeout=1800)
+        endpoint = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        engine = client(Address("build engine", endpoint, timeout=1800))
         base = prefix + base_reference()
         self.stdout.write(f"building {base}")
-        client.images.build(path=str(IMAGES_DIR / "jvm-base"), tag=base, rm=True)
+        try:
+            engine.build_image(folder_context(IMAGES_DIR / "jvm-base"), base)
+        except NodeError as error:
+            raise CommandError(str(error)) from error
         built = [base]
         for recipe in product_images.recipes(tuple(products) or product_images.PRODUCTS):
             try:
                 staged = stage(recipe, cache)
                 ensure_built(
-                    client, staged, base if recipe.on_base else None, prefix + recipe.reference
+                    engine, staged, base if recipe.on_base else None, prefix + recipe.reference
                 )
             except (BuildError, FetchError) as error:
                 raise CommandError(str(error)) from error
@@ -59,8 +67,18 @@ class Command(BaseCommand):
             self.stdout.write(f"built {prefix + recipe.reference} ({staged.content})")
         if push:
             for reference in built:
-                repository, tag = reference.rsplit(":", 1)
-                for line in client.images.push(repository, tag, stream=True, decode=True):
-                    if "error" in line:
-                        raise CommandError(f"push {reference}: {line['error']}")
+                try:
+                    engine.push_image(reference)
+                except NodeError as error:
+                    raise CommandError(str(error)) from error
                 self.stdout.write(f"pushed {reference}")
+
+
+def folder_context(folder: Path) -> io.BytesIO:
+    """A build context (a tar in memory) of a small folder such as deploy/images/jvm-base."""
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for item in sorted(folder.iterdir()):
+            tar.add(item, arcname=item.name)
+    context.seek(0)
+    return context
