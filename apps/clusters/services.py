@@ -5,6 +5,7 @@ Views and the API call the `request_*` functions: they check and move the state,
 node work to a worker (jobs.dispatch). The workers call `finish_destroy` once the containers
 are gone."""
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -249,15 +250,18 @@ def expire_leases(now: datetime | None = None) -> list[int]:
 
 
 def extend_lease(cluster_id: int, hours: float, *, actor: Actor = None) -> datetime:
-    """Push the lease end `hours` further (from now if it already passed)."""
-    if hours <= 0:
-        raise LeaseError(f"an extension must be positive; got {hours} hours")
+    """Push the lease end `hours` further (from now if it already passed). A lease without an
+    end has nothing to extend (doing so would give it one)."""
+    if not math.isfinite(hours) or hours <= 0:
+        raise LeaseError(f"an extension must be a positive number of hours; got {hours}")
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
         if cluster.state not in LIVE_STATES or cluster.state == S.DESTROYING:
             raise StateConflict(f"cluster {cluster.name} is {cluster.state}; its lease is over")
+        if cluster.expires_at is None:
+            raise LeaseError(f"cluster {cluster.name}'s lease has no end: nothing to extend")
         now = timezone.now()
-        start = max(cluster.expires_at or now, now)
+        start = max(cluster.expires_at, now)
         end = start + timedelta(hours=hours)
         cap = settings.SCHEDULER_MAX_LEASE_HOURS
         if cap and end > now + timedelta(hours=cap):

@@ -1,6 +1,9 @@
 """Clusters: list, detail (short and long path), destroy, stop, start, extend."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from apps.clusters.models import Cluster
 from apps.clusters.reservation import Reservation, reserve
@@ -22,7 +25,9 @@ def paths(cluster: Cluster) -> list[str]:
 
 @pytest.fixture
 def running(alice, demo) -> Cluster:
-    return make_cluster(alice, demo, state="running", size=1)
+    cluster = make_cluster(alice, demo, state="running", size=1)
+    Cluster.objects.filter(id=cluster.id).update(expires_at=timezone.now() + timedelta(hours=8))
+    return cluster
 
 
 @pytest.mark.parametrize("persona", PERSONAS)

@@ -188,6 +188,21 @@ def test_a_lease_can_be_extended_within_the_cap(alice, settings):
         make_cluster(alice, wants(1), lease_hours=11)
 
 
+@pytest.mark.parametrize("hours", [float("nan"), float("inf"), 0, -1])
+def test_an_extension_must_be_a_positive_number_of_hours(alice, hours):
+    cluster = make_cluster(alice, wants(1), lease_hours=2)
+    with pytest.raises(LeaseError, match="positive number of hours"):
+        extend_lease(cluster.id, hours)
+
+
+def test_a_lease_without_an_end_is_never_shortened_by_an_extension(alice):
+    cluster = make_cluster(alice, wants(1))
+    with pytest.raises(LeaseError, match="has no end: nothing to extend"):
+        extend_lease(cluster.id, 4)
+    cluster.refresh_from_db()
+    assert cluster.expires_at is None
+
+
 def test_release_twice_frees_nothing_more(alice):
     make_node()
     cluster = make_cluster(alice, wants(1, disks=2))

@@ -30,7 +30,9 @@ def pool(db):
 
 @pytest.fixture
 def mine(alice, pool) -> Cluster:
-    return make_cluster(alice, wants(2, cores=1, memory_mb=64, disks=1), name="mine")
+    return make_cluster(
+        alice, wants(2, cores=1, memory_mb=64, disks=1), name="mine", lease_hours=24
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ def test_polling_keeps_an_open_instance_a_typed_lease_and_the_logs_panel(seeded,
     demo = get_user_model().objects.get(username="demo")
     make_network()
     make_node(cores=16, memory_mb=16384, disks={"hdd": 6})
-    cluster = make_cluster(demo, wants(2, cores=1, memory_mb=64, disks=1), name="polled")
+    cluster = make_cluster(
+        demo, wants(2, cores=1, memory_mb=64, disks=1), name="polled", lease_hours=24
+    )
     sign_in(page, "demo", "demo-platter")
     page.goto(f"/clusters/{cluster.id}/")
     assert "1 of 1 in the queue" in page.locator("#cluster-state").inner_text()
