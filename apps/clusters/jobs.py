@@ -13,6 +13,7 @@ STOP = "platter.stop_cluster"
 START = "platter.start_cluster"
 DESTROY = "platter.destroy_cluster"
 ADMIT = "platter.admit_queued"
+BENCH_DISKS = "platter.bench_disks"
 
 
 def dispatch(task: str, *args) -> None:

@@ -87,10 +87,10 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.action(description="Benchmark free disks with fio, one at a time (in the background)")
     def bench_disks(self, request, queryset):
-        from portal.celery import app
+        from apps.clusters import jobs
 
         for node in queryset:  # by name: the inventory does not import the workers
-            app.send_task("platter.bench_disks", args=[node.id])
+            jobs.dispatch(jobs.BENCH_DISKS, node.id)
         messages.success(
             request, f"benchmark queued for {queryset.count()} node(s); results show on Disks"
         )

@@ -81,8 +81,14 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = envstr("REDIS_URL", f"redis://127.0.0.1:{LOCAL_REDIS_PORT}/0")
+# A Redis host that never answers must not hold a request: connect and read time out.
+REDIS_TIMEOUTS = {"socket_connect_timeout": 3, "socket_timeout": 5}
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": REDIS_TIMEOUTS,
+    }
 }
 
 # The largest request body (bytes) any page or API call accepts (413 above it; portal.limits).
@@ -128,7 +134,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # than any task, so a slow task is never run twice at once. A task lost with a killed worker is
 # redelivered after it; cluster operations are picked up sooner by resume_stalled.
 CELERY_TASK_TIME_LIMIT = envint("PLATTER_TASK_TIME_LIMIT", 3 * 3600)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT + 3600,
+    "socket_connect_timeout": REDIS_TIMEOUTS["socket_connect_timeout"],
+}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_TIMEOUTS["socket_connect_timeout"]
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "platter.expire_leases", "schedule": 60.0},
     "admit-queued": {"task": "platter.admit_queued", "schedule": 30.0},
