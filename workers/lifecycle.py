@@ -145,7 +145,7 @@ def _kept_by_others(cluster: Cluster) -> dict[int, list]:
     mine = cluster.instances.filter(active=True)
     disk_ids = DiskAllocation.objects.filter(instance__in=mine, active=True).values("disk_id")
     stale = (
-        DiskAllocation.objects.filter(disk_id__in=disk_ids, active=False, data_kept=True)
+        DiskAllocation.objects.filter(disk_id__in=disk_ids, active=False, handed_over=True)
         .exclude(instance__cluster=cluster)
         .select_related("disk")
     )
@@ -157,7 +157,7 @@ def _kept_by_others(cluster: Cluster) -> dict[int, list]:
 
 def _forget_kept(handed_over: dict[int, list]) -> None:
     ids = [a.id for allocations in handed_over.values() for a in allocations]
-    DiskAllocation.objects.filter(id__in=ids).update(data_kept=False)
+    DiskAllocation.objects.filter(id__in=ids).update(handed_over=False)
 
 
 def _prepare_node(

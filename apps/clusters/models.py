@@ -100,7 +100,7 @@ class Instance(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     # Times the reconciler started the container again after it stopped on its own since the
     # cluster last started (Docker's own restarts of a crash come first and are not counted).
-    restarts = models.PositiveSmallIntegerField(default=0)
+    restarts = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["cluster", "role", "index"]
@@ -134,6 +134,9 @@ class DiskAllocation(models.Model):
     active = models.BooleanField(default=True)
     # Set when released with its data kept; cleared when the disk goes to someone else.
     data_kept = models.BooleanField(default=False)
+    # Another cluster took the disk while this data was kept: the folder is wiped before that
+    # cluster's containers start (workers/lifecycle.py), then this goes back to False.
+    handed_over = models.BooleanField(default=False, db_default=False)
     created = models.DateTimeField(auto_now_add=True)
     released = models.DateTimeField(null=True, blank=True)
 

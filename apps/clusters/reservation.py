@@ -293,7 +293,7 @@ taken AS (
     RETURNING d.id
 ),
 handed_over AS (
-    UPDATE clusters_diskallocation a SET data_kept = false
+    UPDATE clusters_diskallocation a SET data_kept = false, handed_over = true
     FROM taken WHERE a.data_kept AND a.disk_id = taken.id
 ),
 placed AS (

@@ -270,3 +270,24 @@ def test_the_launch_says_what_each_container_may_use(fake_nodes, pool, alice, de
         message="each container runs at most 512 processes and writes at most 2G outside its "
         "disks; a crashed process is restarted up to 3 times"
     ).exists()
+
+
+def test_disks_handed_over_with_another_users_kept_data_are_wiped_first(
+    fake_nodes, alice, bob, demo
+):
+    make_network()
+    node = make_node(disks={"ssd": 1})
+    first = placed(alice, demo, size=1)  # takes the disk
+    operations.run("launch", first.id)
+    services.request_destroy(first.id, keep_data=True)
+    assert operations.run("destroy", first.id) == S.DESTROYED
+    assert DiskAllocation.objects.filter(instance__cluster=first, data_kept=True).count() == 1
+    fake_nodes.calls.clear()
+
+    second = placed(bob, demo, size=1)  # the same disk, for someone else
+    assert operations.run("launch", second.id) == S.RUNNING
+    wipes = [target for name, method, target in fake_nodes.calls if method == "run_helper"]
+    assert len(wipes) == 1 and f"cluster-{second.id}" in wipes[0]  # all but its own folder
+    assert not DiskAllocation.objects.filter(instance__cluster=first, data_kept=True).exists()
+    assert not DiskAllocation.objects.filter(handed_over=True).exists()  # wiped: done
+    assert node.disks.filter(state="allocated").count() == 1

@@ -125,3 +125,29 @@ def test_a_session_launch_needs_the_csrf_token(demo, alice):
     csrf = browser.cookies["csrftoken"].value
     response = browser.post("/api/v1/products/demo/1.0", {}, format="json", HTTP_X_CSRFTOKEN=csrf)
     assert response.status_code == 202
+
+
+def test_it_answers_409_naming_why_the_pool_could_never_run_the_cluster(api, demo, alice):
+    from apps.clusters.tests.factories import make_node
+    from apps.inventory.models import Node
+
+    Node.objects.update(state=Node.State.DRAINING)  # the roomy node is leaving the pool
+    response = api("owner").post("/api/v1/products/demo/1.0", {"size": 1}, format="json")
+    assert response.status_code == 409
+    assert response.json()["error"] == "never_fits"
+    assert response.json()["message"].endswith("the pool has no node")
+
+    make_node(disks={"hdd": 2})
+    response = api("owner").post(
+        "/api/v1/products/demo/1.0", {"size": 1, "disks": 3}, format="json"
+    )
+    assert response.status_code == 409
+    assert response.json()["message"] == (
+        "this cluster could never run on this pool: an instance asks for 3 HDD disks; "
+        "no node has more than 2"
+    )
+    assert not Cluster.objects.filter(owner=alice).exists()  # nothing was queued
+    assert (
+        api("owner").post("/api/v1/products/demo/1.0", {"size": 1}, format="json").status_code
+        == 202
+    )
