@@ -1,5 +1,6 @@
-"""Capacity that comes back wakes the admission queue at once, not at the next periodic pass:
-a node activated again (by an admin or by its health checks) and a disk made available."""
+"""Node health and capacity. Capacity that comes back wakes the admission queue at once, not
+at the next periodic pass: a node activated again (by an admin or by its health checks) and a
+disk made available. Health checks write node state under the admin's row lock."""
 
 import pytest
 
@@ -44,3 +45,43 @@ def test_a_disk_made_available_wakes_the_queue(sent):
     assert sent == []
     set_disk_state([disk.id], Disk.State.AVAILABLE)
     assert sent == ["platter.admit_queued"]
+
+
+def test_a_health_check_waits_for_an_admins_change_and_never_overwrites_it(settings):
+    """The reconciler's write takes the node row lock set_node_state takes: an admin putting
+    the node in maintenance while a failed check comes in keeps the node in maintenance."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    settings.NODE_DOWN_AFTER_FAILED_CHECKS = 1
+    node = make_node()
+    locked, done = threading.Event(), threading.Event()
+
+    def admin() -> None:
+        try:
+            with transaction.atomic():
+                set_node_state(node.id, Node.State.MAINTENANCE)
+                locked.set()
+                time.sleep(1)  # the health check arrives meanwhile
+        finally:
+            connection.close()
+
+    def check() -> None:
+        try:
+            locked.wait(10)
+            record_health_check(node.id, error="connection refused")
+            done.set()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=admin), threading.Thread(target=check)]
+    for thread in threads:
+        thread.start()
+    assert not done.wait(0.5)  # blocked on the admin's row lock
+    for thread in threads:
+        thread.join(20)
+    node.refresh_from_db()
+    assert node.state == Node.State.MAINTENANCE and node.failed_checks == 1
+    assert not node.down_by_health_check
