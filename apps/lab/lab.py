@@ -99,10 +99,11 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
             "images": node_images(node),
         },
     )
+    mounted = []
     for index, device, mount_point in disks:
         kind = disk_kind(index, spec)
         cap = spec.disk_bps_mb * 1024 * 1024 if kind == Disk.Kind.HDD else 0
-        Disk.objects.update_or_create(
+        disk, _ = Disk.objects.update_or_create(
             node=record,
             mount_path=str(mount_point),
             defaults={
@@ -113,6 +114,11 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
                 "read_bps": cap,
             },
         )
+        mounted.append(disk.id)
+    # A lab taken down while clusters still pointed at it retired its disks (unregister):
+    # mounted again, they are back in the pool (a disk someone still holds stays retired).
+    retired = Disk.objects.filter(id__in=mounted, state=Disk.State.RETIRED)
+    set_disk_state(retired.values_list("id", flat=True), Disk.State.AVAILABLE)
     register_segments(spec)
     return record
 

@@ -36,3 +36,26 @@ def test_lab_down_keeps_rows_that_cluster_history_points_at(alice):
         (AuditEvent.Action.DISK_RETIRE, str(node.disks.get())),
     ]
     assert events[1].detail["held_by"] == f"{cluster.name}/{cluster.instances.get().hostname}"
+
+
+@pytest.mark.django_db
+def test_lab_up_again_puts_the_disks_lab_down_retired_back_in_the_pool(tmp_path, monkeypatch):
+    """./platter lab down, then up (./platter run does both) on a database with cluster
+    history: the lab's disks were retired; mounted again they are available, or every launch
+    would be refused (never_fits)."""
+    from apps.lab.nodes import LabSpec, lab_nodes
+
+    spec = LabSpec.at(tmp_path / "lab", nodes=1, ssh_node=False, disks_per_node=1)
+    node = lab_nodes(spec)[0]
+    mount = tmp_path / "disk1"
+    mount.mkdir()
+    (tmp_path / "lab").mkdir()
+    monkeypatch.setattr(lab, "register_segments", lambda spec: None)  # not this test's subject
+    monkeypatch.setattr(lab, "node_images", lambda _node: [])  # no daemon runs here
+    record = Node.objects.create(name=node.name, endpoint=node.endpoint, cores=2, memory_mb=4096)
+    disk = Disk.objects.create(
+        node=record, mount_path=str(mount), capacity_bytes=10**9, state=Disk.State.RETIRED
+    )
+    lab.register(node, [(1, "/dev/loop99", mount)])
+    disk.refresh_from_db()
+    assert disk.state == Disk.State.AVAILABLE
