@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from apps.clusters.tests.factories import make_roomy_node
 from conftest import worker_log_path
 from portal import context
 
@@ -120,6 +121,7 @@ def test_a_task_logs_with_the_id_of_the_request_that_sent_it_and_its_cluster(
     client, dispatching, alice
 ):
     call_command("load_catalog", verbosity=0)
+    make_roomy_node()  # a launch on an empty pool is refused
     client.force_login(alice)
     response = client.post(
         "/api/v1/products/demo/1.0",
