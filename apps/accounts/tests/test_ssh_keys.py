@@ -159,7 +159,9 @@ def test_a_change_hands_the_sync_to_the_workers_after_commit(
 ):
     settings.DISPATCH_CLUSTER_TASKS = True
     sent = []
-    monkeypatch.setattr("portal.celery.app.send_task", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr(
+        "portal.celery.app.send_task", lambda name, args, **options: sent.append((name, args))
+    )
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(ssh.InvalidKey):
         ssh.add_key(alice, "garbage")
     assert sent == []  # nothing changed, nothing to sync
