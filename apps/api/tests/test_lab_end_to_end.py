@@ -7,6 +7,7 @@ import pytest
 import requests
 
 from apps.catalog.services import load_catalog
+from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk
 
 from .conftest import token_for
@@ -75,9 +76,16 @@ def test_a_launch_beyond_free_capacity_waits_queued_with_the_reason(
     load_catalog()
     user = requests.Session()
     user.headers["Authorization"] = f"Bearer {token_for(alice)}"
-    # 9 instances x 4 HDDs: within alice's quota, more than the lab's HDDs.
+    # 9 instances x 4 HDDs: within alice's quota, more than the lab has at all: refused.
+    never = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
+                      json={"size": 8, "disks": 4}, timeout=30)  # fmt: skip
+    assert never.status_code == 409 and never.json()["error"] == "never_fits"
+    # A first cluster holds an HDD on two nodes; 4 instances x 4 HDDs need four whole nodes.
+    first = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
+                      json={"size": 1, "disks": 1}, timeout=30)  # fmt: skip
+    wait_for(first.json()["id"], "running")
     launched = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
-                         json={"size": 8, "disks": 4}, timeout=30)  # fmt: skip
+                         json={"size": 3, "disks": 4}, timeout=30)  # fmt: skip
     assert launched.status_code == 202 and launched.json()["state"] == "queued"
     url = launched.headers["Location"]
     deadline = time.monotonic() + 60

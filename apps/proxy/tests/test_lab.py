@@ -28,7 +28,6 @@ def assert_host_reaches(address: str) -> None:
 PROBE = """
 import time
 from pyspark.sql import SparkSession
-from apps.nodes import engine
 spark = SparkSession.builder.appName("ui-probe").getOrCreate()
 spark.range(1000).count()
 time.sleep(120)
