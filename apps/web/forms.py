@@ -13,10 +13,26 @@ LAUNCH_SECTION = {"name": "required", "disk_kind": "optional", "lease": "optiona
                   "reuse_data_from": "advanced"}  # fmt: skip
 
 
-def option_field(definition: dict) -> forms.Field:
+# Labels of the catalog's option names, which Django would show as "Cpu" or "Cache_gb".
+OPTION_LABELS = {
+    "cpu": "Cores per instance",
+    "mem": "Memory per instance (MB)",
+    "disks": "Disks per instance",
+    "cache_gb": "Cache (GB)",
+    "worker_reserve_mb": "Worker reserve (MB)",
+    "replset": "Replica set",
+    "blocksize": "Block size",
+}
+
+
+def option_label(name: str) -> str:
+    return OPTION_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def option_field(name: str, definition: dict) -> forms.Field:
     """A form field for one option definition (bounds are rechecked by catalog.options)."""
     common = {"required": False, "help_text": definition.get("description", ""),
-              "initial": definition.get("default")}  # fmt: skip
+              "initial": definition.get("default"), "label": option_label(name)}  # fmt: skip
     kind = definition.get("type")
     if kind == "int":
         return forms.IntegerField(
@@ -51,7 +67,7 @@ class LaunchForm(forms.Form):
         self.version = version
         self.definitions = option_definitions(version)
         for name, definition in self.definitions.items():
-            self.fields[name] = option_field(definition)
+            self.fields[name] = option_field(name, definition)
         self.fields["disk_kind"].initial = version.disk_kind
         self.fields["reuse_data_from"].queryset = Cluster.objects.filter(
             owner=owner, version__product=version.product_id, state=Cluster.State.DESTROYED

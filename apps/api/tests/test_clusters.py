@@ -173,3 +173,18 @@ def test_the_detail_shows_instances_disks_endpoints_and_events(api, alice, demo)
     ]  # fmt: skip
     assert body["timestamps"]["placing"] and body["timestamps"]["running"] is None
     assert body["events"][0]["message"] == "queued"
+
+
+def test_lists_take_an_ordering_and_ignore_unknown_fields(api, alice, demo):
+    for name in ("b-second", "a-first", "c-third"):
+        make_cluster(alice, demo, name=name, size=1)
+
+    def names(query: str) -> list[str]:
+        answer = api("owner").get(f"/api/v1/clusters{query}").json()
+        return [c["name"] for c in answer["results"]]
+
+    assert names("?ordering=name") == ["a-first", "b-second", "c-third"]
+    assert names("?ordering=-name") == ["c-third", "b-second", "a-first"]
+    assert api("owner").get("/api/v1/clusters?ordering=owner__password").status_code == 200
+    nodes = api("admin").get("/api/v1/nodes?ordering=-name").json()["results"]
+    assert [n["name"] for n in nodes] == sorted((n["name"] for n in nodes), reverse=True)

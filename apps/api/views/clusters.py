@@ -2,10 +2,12 @@ from collections.abc import Iterator
 
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, renderers, serializers, status
 from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
@@ -85,6 +87,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     /clusters/<username>/<product>/<version>/<id>."""
 
     filterset_class = ClusterFilter
+    filter_backends = [DjangoFilterBackend, OrderingFilter]  # ?ordering=-created
+    ordering_fields = ["id", "name", "state", "created", "expires_at"]
     lookup_value_regex = r"\d+"
 
     def get_queryset(self) -> QuerySet[Cluster]:

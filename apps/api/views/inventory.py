@@ -1,8 +1,10 @@
 """Admin only: nodes (capacity, free, drain), disks (state, holder) and quotas."""
 
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
@@ -24,6 +26,8 @@ class NodeViewSet(ReadOnlyModelViewSet):
     serializer_class = NodeSerializer
     permission_classes = [IsAdmin]
     filterset_class = NodeFilter
+    filter_backends = [DjangoFilterBackend, OrderingFilter]  # ?ordering=-cores
+    ordering_fields = ["name", "state", "cores", "memory_mb"]
 
     def get_queryset(self) -> QuerySet[Node]:
         per_kind = {}
@@ -57,6 +61,8 @@ class DiskViewSet(ReadOnlyModelViewSet):
     serializer_class = DiskSerializer
     permission_classes = [IsAdmin]
     filterset_class = DiskFilter
+    filter_backends = [DjangoFilterBackend, OrderingFilter]  # ?ordering=kind
+    ordering_fields = ["id", "mount_path", "kind", "state", "capacity_bytes"]
 
     def get_queryset(self) -> QuerySet[Disk]:
         holders = DiskAllocation.objects.select_related("instance__cluster__owner")

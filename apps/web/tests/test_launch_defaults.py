@@ -40,3 +40,15 @@ def test_the_form_as_it_comes_launches_within_the_demo_quota(client, alice, prod
     cluster = Cluster.objects.get(owner=alice)
     assert response["Location"] == f"/clusters/{cluster.id}/"
     assert cluster.state == Cluster.State.QUEUED
+
+
+def test_option_fields_read_as_words_not_option_names(alice):
+    from apps.web.forms import LaunchForm
+
+    load_catalog()
+    spark = ProductVersion.objects.get(product__name="spark", version="4.3.0")
+    labels = {name: field.label for name, field in LaunchForm(spark, alice).fields.items()}
+    assert labels["cpu"] == "Cores per instance"
+    assert labels["mem"] == "Memory per instance (MB)"
+    assert labels["size"] == "Size"
+    assert "Cpu" not in labels.values() and "Mem" not in labels.values()
