@@ -95,13 +95,14 @@ def place(cluster: Cluster) -> None:
     held = cluster.instances.filter(active=True).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
     handed_over = _kept_by_others(cluster)
+    folder = plans.data_folder(cluster)  # read here: the node threads never touch the database
     prepared = parallel(
         lambda node: _prepare_node(
             node,
             {s.image for s in specs if s.node.id == node.id},
             networks,
             handed_over.get(node.id, []),
-            plans.data_folder(cluster),
+            folder,
         ),
         list(on_nodes.values()),
     )

@@ -47,6 +47,7 @@ class Operation:
     works_in: tuple[str, ...]  # the states it moves a cluster on from
     step: Callable[[int], str]
     retries: Callable[[], int]  # task retries of a node that does not answer
+    retry_seconds: Callable[[], int]  # between those retries
     lock_wait: Callable[[], float]  # seconds to wait for another worker on the cluster
 
 
@@ -60,32 +61,36 @@ OPERATIONS: dict[str, Operation] = {
         jobs.LAUNCH,
         (S.QUEUED, S.PLACING, S.CONFIGURING),
         lifecycle.launch,
-        lambda: 0,
-        lambda: 0,
+        retries=lambda: 0,
+        retry_seconds=lambda: 0,
+        lock_wait=lambda: 0,
     ),
     "start": Operation(
         "start",
         jobs.START,
         (S.CONFIGURING,),
         lifecycle.start,
-        lambda: settings.CLUSTER_TASK_RETRIES,
-        lambda: settings.CLUSTER_LOCK_WAIT,
+        retries=lambda: settings.CLUSTER_TASK_RETRIES,
+        retry_seconds=lambda: 5,
+        lock_wait=lambda: settings.CLUSTER_LOCK_WAIT,
     ),
     "stop": Operation(
         "stop",
         jobs.STOP,
         (S.STOPPING,),
         lifecycle.stop,
-        lambda: settings.CLUSTER_TASK_RETRIES,
-        lambda: settings.CLUSTER_LOCK_WAIT,
+        retries=lambda: settings.CLUSTER_TASK_RETRIES,
+        retry_seconds=lambda: 5,
+        lock_wait=lambda: settings.CLUSTER_LOCK_WAIT,
     ),
     "destroy": Operation(
         "destroy",
         jobs.DESTROY,
         (S.DESTROYING,),
         lifecycle.destroy,
-        lambda: settings.DESTROY_RETRIES,
-        lambda: settings.CLUSTER_LOCK_WAIT,
+        retries=lambda: settings.DESTROY_RETRIES,
+        retry_seconds=lambda: settings.DESTROY_RETRY_SECONDS,
+        lock_wait=lambda: settings.CLUSTER_LOCK_WAIT,
     ),
 }
 # Which operation takes a cluster on in each working state (configuring: a first launch, or
@@ -146,17 +151,13 @@ def run(name: str, cluster_id: int, attempt: int = 0) -> str:
 def _failed(operation: Operation, cluster_id: int, error: Exception, attempt: int) -> str:
     if isinstance(error, NodeError) and error.transient and attempt < operation.retries():
         log.warning("cluster %s: %s: %s; retrying", cluster_id, operation.name, error)
-        raise Retry(error, countdown=_countdown(operation))
+        raise Retry(error, countdown=operation.retry_seconds())
     if isinstance(error, PlacementFailed) and requeue(cluster_id, error):
         return S.QUEUED
     if not isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
         log.error("cluster %s: %s failed", cluster_id, operation.name, exc_info=error)
     fail(cluster_id, operation.works_in, reason(operation, error))
     return Cluster.objects.get(id=cluster_id).state
-
-
-def _countdown(operation: Operation) -> int:
-    return settings.DESTROY_RETRY_SECONDS if operation.name == "destroy" else 5
 
 
 def reason(operation: Operation, error: Exception) -> str:

@@ -97,9 +97,7 @@ class NodeClient:
                 )
                 container_id = created["Id"]
             except NodeConflict:  # an earlier try made it
-                container_id = self._call(
-                    lambda api: api.inspect_container(spec.name), f"inspect {spec.name}"
-                )["Id"]
+                container_id = self.inspect(spec.name)["Id"]
         else:
             container_id = info["Id"]
             if info["State"]["Running"]:
