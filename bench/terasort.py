@@ -546,24 +546,13 @@ def main() -> None:
 
 def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
+    from time_to_ready import prepare
 
     from apps.accounts.models import Quota
     from apps.catalog.images import missing_images
     from apps.catalog.models import ProductVersion
-    from apps.lab import lab
-    from portal.celery import app
 
-    call_command("migrate", verbosity=0)
-    if not lab.is_up():
-        raise SystemExit("the lab is not running: start it with ./platter lab up")
-    lab.sync_inventory()
-    call_command("load_catalog", verbosity=0)
-    app.control.purge()
-    deadline = time.monotonic() + 60
-    while not app.control.ping(timeout=0.5):
-        if time.monotonic() > deadline:
-            raise SystemExit("the bench worker did not start; see bench/out/terasort-worker.log")
+    prepare("bench/out/terasort-worker.log")
     version = (
         ProductVersion.objects.filter(product__name="hadoop", enabled=True).order_by("-id").first()
     )

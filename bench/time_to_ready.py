@@ -199,8 +199,9 @@ def main() -> None:
         recreate_database(admin_db, drop_only=True)
 
 
-def bench(args, out: Path) -> None:
-    from django.contrib.auth import get_user_model
+def prepare(worker_log: str) -> None:
+    """The bench database migrated, the running lab and the catalog in it, no tasks left over
+    from an earlier run, and the bench's worker answering (its log named if it does not)."""
     from django.core.management import call_command
 
     from apps.lab import lab
@@ -215,7 +216,15 @@ def bench(args, out: Path) -> None:
     deadline = time.monotonic() + 60
     while not app.control.ping(timeout=0.5):
         if time.monotonic() > deadline:
-            raise SystemExit("the bench worker did not start; see bench/out/")
+            raise SystemExit(f"the bench worker did not start; see {worker_log}")
+
+
+def bench(args, out: Path) -> None:
+    from django.contrib.auth import get_user_model
+
+    from apps.lab import lab
+
+    prepare("bench/out/")
     user = get_user_model().objects.create_user("bench")
     if args.products:
         from time_to_ready_products import bench_products
