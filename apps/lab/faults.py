@@ -30,7 +30,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connections
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 from apps import nodes
 from apps.catalog.models import ProductVersion
@@ -43,7 +43,7 @@ from portal import devservers
 from portal.celery import app
 from portal.queues import worker_command
 
-from . import daemons
+from . import daemons, host
 from .nodes import LabNode, lab_nodes
 
 S = Cluster.State
@@ -332,11 +332,13 @@ def quota_mismatches() -> list[str]:
     for owner_id in owners:
         usage = user_usage(owner_id)
         held = Instance.objects.filter(cluster__owner_id=owner_id, active=True).aggregate(
-            cores=Sum("cores"), memory=Sum("memory_mb"), disks=Sum("disks")
+            instances=Count("id"),
+            cores=Sum("cores"),
+            memory=Sum("memory_mb"),
+            disks=Sum("disks"),
         )
-        counted = Instance.objects.filter(cluster__owner_id=owner_id, active=True).count()
         pairs = [
-            ("instances", usage["max_instances"], counted),
+            ("instances", usage["max_instances"], held["instances"]),
             ("cores", usage["max_cores"], held["cores"] or 0),
             ("memory", usage["max_memory_mb"], held["memory"] or 0),
             ("disks", usage["max_disks"], held["disks"] or 0),
@@ -357,7 +359,10 @@ def lab_node(name: str) -> LabNode:
 
 
 def kill_pidfile(pidfile: Path) -> None:
-    os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+    pid = host.pid_alive(pidfile)
+    if pid is None:
+        raise RuntimeError(f"no running process in {pidfile}")
+    os.kill(pid, signal.SIGKILL)
 
 
 def table(outcomes: list[Outcome]) -> str:
