@@ -55,6 +55,14 @@ class Cluster(models.Model):
 
     class Meta:
         ordering = ["-created"]
+        constraints = [
+            # A destroyed cluster frees its name; a failed one still shows in its owner's list.
+            models.UniqueConstraint(
+                fields=["owner", "name"],
+                condition=~models.Q(state="destroyed"),
+                name="cluster_unique_name_per_owner",
+            ),
+        ]
         indexes = [
             models.Index(
                 fields=["created"], name="cluster_queue", condition=models.Q(state="queued")
