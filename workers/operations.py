@@ -49,6 +49,9 @@ class Operation:
     retries: Callable[[], int]  # task retries of a node that does not answer
     retry_seconds: Callable[[], int]  # between those retries
     lock_wait: Callable[[], float]  # seconds to wait for another worker on the cluster
+    # When another worker holds the cluster: a launch leaves it the job (that worker takes the
+    # cluster through every launch state); the others try again later.
+    busy_retries: bool = True
 
 
 # The lifecycle table. A user's request (apps.clusters.services) or the admission queue puts a
@@ -64,6 +67,7 @@ OPERATIONS: dict[str, Operation] = {
         retries=lambda: 0,
         retry_seconds=lambda: 0,
         lock_wait=lambda: 0,
+        busy_retries=False,
     ),
     "start": Operation(
         "start",
@@ -138,8 +142,8 @@ def run(name: str, cluster_id: int, attempt: int = 0) -> str:
     operation = OPERATIONS[name]
     with cluster_lock(cluster_id, wait=operation.lock_wait()) as locked:
         if not locked:
-            if name == "launch":
-                return "busy"  # another worker is on it and will finish the job
+            if not operation.busy_retries:
+                return "busy"
             busy = NodeError("-", f"cluster {cluster_id} is busy in another worker", True)
             raise Retry(busy, countdown=5)
         try:

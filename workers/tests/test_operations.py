@@ -3,6 +3,8 @@ with the cluster working, back in the queue, or failed with a reason, and a fail
 holds nothing (disks, addresses, its segment), exactly once. The same policy on the real lab:
 workers/tests/test_faults.py."""
 
+import threading
+
 import pytest
 from django.core.management import call_command
 
@@ -291,3 +293,32 @@ def test_disks_handed_over_with_another_users_kept_data_are_wiped_first(
     assert not DiskAllocation.objects.filter(instance__cluster=first, data_kept=True).exists()
     assert not DiskAllocation.objects.filter(handed_over=True).exists()  # wiped: done
     assert node.disks.filter(state="allocated").count() == 1
+
+
+def test_an_operation_on_a_cluster_another_worker_holds_is_left_or_retried(
+    fake_nodes, pool, alice, demo, settings
+):
+    """A launch leaves a held cluster to the worker holding it; a stop tries again later."""
+    settings.CLUSTER_LOCK_WAIT = 0
+    cluster = placed(alice, demo)
+    holding, release_it = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with operations.cluster_lock(cluster.id, wait=0) as got:
+            assert got
+            holding.set()
+            release_it.wait(30)
+
+    def attempt() -> tuple[str, str]:
+        holding.wait(30)
+        try:
+            launch = operations.run("launch", cluster.id)
+            with pytest.raises(operations.Retry):
+                operations.run("stop", cluster.id)
+            return launch, "retry"
+        finally:
+            release_it.set()
+
+    outcomes = run_together([hold, attempt])
+    assert outcomes[1] == ("busy", "retry")
+    assert Cluster.objects.get(id=cluster.id).state == S.PLACING  # nobody touched it
