@@ -54,13 +54,23 @@ FILE_MB = 48
 
 def fio_argv(folders: list[str], runtime: int, phases=PHASES) -> list[str]:
     """One fio run: each phase in every folder at once, phases one after the other."""
-    argv = ["--output-format=json", "--ioengine=libaio", "--direct=1", "--time_based",
-            f"--runtime={runtime}", f"--size={FILE_MB}M", "--randrepeat=0"]  # fmt: skip
+    argv = [
+        "--output-format=json",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--time_based",
+        f"--runtime={runtime}",
+        f"--size={FILE_MB}M",
+        "--randrepeat=0",
+    ]
     for phase, options, _ in phases:
         for n, folder in enumerate(folders):
-            argv += [f"--name={phase}|{n}", f"--directory={folder}",
-                     f"--filename={'read' if 'read' in phase else 'write'}.fio",
-                     *options.split()]  # fmt: skip
+            argv += [
+                f"--name={phase}|{n}",
+                f"--directory={folder}",
+                f"--filename={'read' if 'read' in phase else 'write'}.fio",
+                *options.split(),
+            ]
             if n == 0:
                 argv.append("--stonewall")  # the phase starts when the previous one ended
     return argv
@@ -84,9 +94,13 @@ def run_container(client, binds: list[str], argv: list[str], throttles: dict) ->
     api = client.api
     host_config = api.create_host_config(binds=binds, network_mode="none", **throttles)
     container = api.create_container(
-        settings.LAB_FIO_IMAGE, argv, entrypoint=["fio"], host_config=host_config,
-        labels={"platter.site": SITE}, name=f"{SITE}-{os.getpid()}",
-    )  # fmt: skip
+        settings.LAB_FIO_IMAGE,
+        argv,
+        entrypoint=["fio"],
+        host_config=host_config,
+        labels={"platter.site": SITE},
+        name=f"{SITE}-{os.getpid()}",
+    )
     try:
         api.start(container["Id"])
         code = api.wait(container["Id"])["StatusCode"]
@@ -191,8 +205,10 @@ def expected(unit: str, cap_mb: int, coupling: int) -> float:
 
 
 def report(results, overhead, args, node: str) -> None:
-    print(f"# {node}: {VOLUMES} volumes in one container, every disk capped at {args.cap_mb} MB/s"
-          f" (blkio), {args.runtime} s per phase, {os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"# {node}: {VOLUMES} volumes in one container, every disk capped at {args.cap_mb} MB/s"
+        f" (blkio), {args.runtime} s per phase, {os.cpu_count()} cores"
+    )
     header = (
         f"{'test':<10} {'coupling':>8} {'unit':>5} {'mean':>8} {'min':>8} {'max':>8}"
         f" {'expected':>8} {'mean/exp':>8} {'vs c=1':>6}"

@@ -59,8 +59,13 @@ SITE = "bench-load"
 RAISED_RATES = {"PLATTER_API_RATE_USER": "60000/min", "PLATTER_API_RATE_TOKEN": "60000/min"}
 # Per simulated user: two clusters of up to 3 instances fit only if one is small and a third
 # never does, so both the cluster and the instance limits get met.
-USER_QUOTA = {"max_clusters": 2, "max_instances": 5, "max_cores": 5, "max_memory_mb": 1024,
-              "max_disks": 5}  # fmt: skip
+USER_QUOTA = {
+    "max_clusters": 2,
+    "max_instances": 5,
+    "max_cores": 5,
+    "max_memory_mb": 1024,
+    "max_disks": 5,
+}
 KINDS = ("launch", "detail", "list", "stop", "start", "extend", "destroy")
 
 
@@ -118,9 +123,11 @@ def isolate() -> str:
     """Point this process and its children at the bench's database, Redis database, address
     slot and site label; returns the URL of the server's admin database."""
     os.environ.update(
-        PLATTER_SITE=SITE, PLATTER_LAB_ADDRESS_SLOT=LOAD_ADDRESS_SLOT, DEBUG="0",
+        PLATTER_SITE=SITE,
+        PLATTER_LAB_ADDRESS_SLOT=LOAD_ADDRESS_SLOT,
+        DEBUG="0",
         PLATTER_DISPATCH_CLUSTER_TASKS="1",
-    )  # fmt: skip
+    )
     for name, rate in RAISED_RATES.items():
         os.environ.setdefault(name, rate)
     from django.conf import settings
@@ -193,11 +200,28 @@ def start_worker(out: Path) -> subprocess.Popen:
 
     app.control.purge()  # tasks of an earlier, interrupted run
     worker = start(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", ",".join(ALL_QUEUES),
-         "-P", "threads", "-c", "6", "-n", f"load-{os.getpid()}@%h", "--without-gossip",
-         "--without-mingle", "-l", "info"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-Q",
+            ",".join(ALL_QUEUES),
+            "-P",
+            "threads",
+            "-c",
+            "6",
+            "-n",
+            f"load-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "info",
+        ],
         out / "load-worker.log",
-    )  # fmt: skip
+    )
     deadline = time.monotonic() + 60
     while not app.control.ping(timeout=0.5):
         if worker.poll() is not None or time.monotonic() > deadline:
@@ -298,8 +322,17 @@ def latency_rows(recorder: Recorder) -> list[tuple]:
             continue
         ms = [s.seconds * 1000 for s in samples]
         classes = Counter(s.status // 100 for s in samples)
-        rows.append((kind or "all", len(samples), classes[2], classes[4], classes[5],
-                     classes[0], *(percentile(ms, q) for q in (50, 95, 99))))  # fmt: skip
+        rows.append(
+            (
+                kind or "all",
+                len(samples),
+                classes[2],
+                classes[4],
+                classes[5],
+                classes[0],
+                *(percentile(ms, q) for q in (50, 95, 99)),
+            )
+        )
     return rows
 
 
@@ -315,8 +348,10 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
     print(header)
     print("-" * len(header))
     for kind, n, ok, refused, broken, none, p50, p95, p99 in latency_rows(recorder):
-        print(f"{kind:<8} {n:>8} {ok:>5} {refused:>5} {broken:>5} {none:>5}"
-              f" {p50:>8.1f} {p95:>8.1f} {p99:>8.1f}")  # fmt: skip
+        print(
+            f"{kind:<8} {n:>8} {ok:>5} {refused:>5} {broken:>5} {none:>5}"
+            f" {p50:>8.1f} {p95:>8.1f} {p99:>8.1f}"
+        )
 
     load = [s for s in recorder.samples if s.at <= recorder.load_seconds]
     launches = [s for s in load if s.kind == "launch"]
@@ -324,12 +359,16 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
     minutes = recorder.load_seconds / 60
     ready = list(recorder.to_running.values())
     print()
-    print(f"throughput: {len(load) / recorder.load_seconds:.1f} requests/s while launching "
-          f"({len(recorder.samples)} requests in all); launches {len(launches) / minutes:.1f}/min "
-          f"asked, {accepted / minutes:.1f}/min accepted")  # fmt: skip
-    print(f"clusters: {len(recorder.launched)} accepted, {len(ready)} reached running, "
-          f"{len(recorder.cancelled)} cancelled after {QUEUE_PATIENCE_S} s queued, "
-          f"{len(recorder.failed)} failed")  # fmt: skip
+    print(
+        f"throughput: {len(load) / recorder.load_seconds:.1f} requests/s while launching "
+        f"({len(recorder.samples)} requests in all); launches {len(launches) / minutes:.1f}/min "
+        f"asked, {accepted / minutes:.1f}/min accepted"
+    )
+    print(
+        f"clusters: {len(recorder.launched)} accepted, {len(ready)} reached running, "
+        f"{len(recorder.cancelled)} cancelled after {QUEUE_PATIENCE_S} s queued, "
+        f"{len(recorder.failed)} failed"
+    )
     for cluster, reason in sorted(recorder.failed.items()):  # an answer too, with its reason
         print(f"    cluster {cluster} failed: {reason}")
     for label, values in (
@@ -420,8 +459,10 @@ def main() -> None:
 
         tokens = [t.strip() for t in args.token_file.read_text().splitlines() if t.strip()]
         db = settings.DATABASES["default"]["NAME"]
-        notes = [f"portal at {args.url}, not started here; checks read database {db}, "
-                 f"site {settings.PLATTER_SITE}"]  # fmt: skip
+        notes = [
+            f"portal at {args.url}, not started here; checks read database {db}, "
+            f"site {settings.PLATTER_SITE}"
+        ]
         outcome = run(args.url.rstrip("/"), tokens, args.duration, args.settle, args.seed)
     else:
         with own_stack(args.users, args.web_workers, out) as (url, tokens, notes):

@@ -34,17 +34,21 @@ def wait_until_settled(owner_ids: list[int], seconds: float) -> None:
 def consistency_checks(recorder: Recorder, owner_ids: list[int], site: str) -> list[Check]:
     answered = recorder.server_errors()
     return [
-        Check(f"every request answered below 500 ({len(recorder.samples)} requests)",
-              [f"{s.kind} at {s.at:.1f} s: {s.status or 'no answer'}" for s in answered]),
+        Check(
+            f"every request answered below 500 ({len(recorder.samples)} requests)",
+            [f"{s.kind} at {s.at:.1f} s: {s.status or 'no answer'}" for s in answered],
+        ),
         Check("no disk held by two active allocations", disks_held_twice()),
         Check("allocated disks are exactly those of active instances", disk_states()),
         Check("no address held twice; held flags match active instances", address_states()),
         Check("no node over its cores or memory", nodes_over_capacity()),
         Check("no user over quota", users_over_quota()),
         Check("every cluster of the run destroyed, holding nothing", clusters_left(owner_ids)),
-        Check(f"no container labelled platter.site={site} but those of active instances",
-              containers_left(site)),
-    ]  # fmt: skip
+        Check(
+            f"no container labelled platter.site={site} but those of active instances",
+            containers_left(site),
+        ),
+    ]
 
 
 def disks_held_twice() -> list[str]:

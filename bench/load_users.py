@@ -107,8 +107,12 @@ class User:
 
     async def launch(self) -> None:
         self.launches += 1
-        body = {"size": self.rng.choice([1, 1, 2]), "disks": 1, "lease": 2,
-                "name": f"u{self.number}-{self.launches}"}  # fmt: skip
+        body = {
+            "size": self.rng.choice([1, 1, 2]),
+            "disks": 1,
+            "lease": 2,
+            "name": f"u{self.number}-{self.launches}",
+        }
         response = await self.call("launch", "POST", PRODUCT, json=body)
         if response is not None and response.status_code == 202:
             cluster = response.json()["id"]

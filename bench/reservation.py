@@ -74,10 +74,13 @@ def build_inventory(nodes: int) -> None:
             " clusters_cluster, inventory_disk, inventory_node RESTART IDENTITY CASCADE"
         )
         _insert_select(
-            cur, Node, "name, endpoint, cores, memory_mb, state, created",
+            cur,
+            Node,
+            "name, endpoint, cores, memory_mb, state, created",
             "'bench-' || g, 'unix:///run/docker.sock', 12, 65536, 'active', now()",
-            "FROM generate_series(1, %s) g", after=[nodes],
-        )  # fmt: skip
+            "FROM generate_series(1, %s) g",
+            after=[nodes],
+        )
         _insert_select(
             cur,
             Disk,
@@ -113,13 +116,17 @@ def add_history(users, version, nodes: int) -> None:
     owners = [u.id for u in users]
     with connection.cursor() as cur:
         _insert_select(
-            cur, Cluster, "owner_id, version_id, name, state, created, destroyed_at",
+            cur,
+            Cluster,
+            "owner_id, version_id, name, state, created, destroyed_at",
             "(%s::bigint[])[1 + g %% %s], %s, 'h' || g, 'destroyed', now(), now()",
             "FROM generate_series(1, %s) g",
-            params=[owners, len(owners), version.id], after=[nodes // 2],
-        )  # fmt: skip
+            params=[owners, len(owners), version.id],
+            after=[nodes // 2],
+        )
         _insert_select(
-            cur, Instance,
+            cur,
+            Instance,
             "cluster_id, role, index, cores, memory_mb, disks, disk_kind, node_id, active, state",
             "c.id, 'worker', k, 2, 8192, 2, 'hdd', n.id, false, 'released'",
             "FROM clusters_cluster c CROSS JOIN generate_series(0, 3) k"
@@ -127,13 +134,15 @@ def add_history(users, version, nodes: int) -> None:
             "   ON n.r = ((c.id - 1) * 4 + k) %% %s"
             " WHERE c.state = 'destroyed' ORDER BY c.id, k",
             after=[nodes],
-        )  # fmt: skip
+        )
         _insert_select(
-            cur, DiskAllocation, "disk_id, instance_id, active, data_kept, created, released",
+            cur,
+            DiskAllocation,
+            "disk_id, instance_id, active, data_kept, created, released",
             "d.id, i.id, false, false, now(), now()",
             "FROM clusters_instance i JOIN inventory_disk d ON d.node_id = i.node_id"
             " AND d.mount_path IN ('/data/1', '/data/2') WHERE NOT i.active ORDER BY i.id, d.id",
-        )  # fmt: skip
+        )
 
 
 def queue_clusters(users, version, shape, count: int) -> list[int]:
@@ -255,8 +264,9 @@ def describe_setup() -> str:
     from django.db import connection
 
     with connection.cursor() as cur:
-        cur.execute("SELECT version(), current_setting('fsync'), current_setting("
-                    "'synchronous_commit')")  # fmt: skip
+        cur.execute(
+            "SELECT version(), current_setting('fsync'), current_setting('synchronous_commit')"
+        )
         version, fsync, sync = cur.fetchone()
     return (
         f"# {os.cpu_count()} CPUs shared by the clients and {version.split(' on ')[0]}"
@@ -310,8 +320,10 @@ def init_pgbench() -> None:
     """pgbench's own tables in the bench database (TPC-B-like: accounts, tellers, branches)."""
     subprocess.run(
         ["pgbench", "-i", "-q", "-s", str(PGBENCH_SCALE), *_pgbench_target()],
-        check=True, capture_output=True, env=_pgbench_env(),
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        env=_pgbench_env(),
+    )
 
 
 def pgbench_tps(clients: int, seconds: int = 1) -> float:
@@ -319,10 +331,24 @@ def pgbench_tps(clients: int, seconds: int = 1) -> float:
     an INSERT; END) with prepared statements and `clients` connections: the usual yardstick
     of what a Postgres server does per second."""
     done = subprocess.run(
-        ["pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
-         "-T", str(seconds), *_pgbench_target()],
-        check=True, capture_output=True, text=True, env=_pgbench_env(),
-    )  # fmt: skip
+        [
+            "pgbench",
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            str(clients),
+            "-j",
+            str(clients),
+            "-T",
+            str(seconds),
+            *_pgbench_target(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_pgbench_env(),
+    )
     found = re.search(r"^tps = ([0-9.]+)", done.stdout, re.MULTILINE)
     if found is None:
         raise SystemExit(f"pgbench printed no tps:\n{done.stdout}{done.stderr}")
@@ -406,9 +432,12 @@ def prepare() -> tuple[list, object]:
 
     call_command("migrate", verbosity=0)
     Network.objects.create(
-        name="bench", subnet="10.64.0.0/16", gateway="10.64.0.1",
-        first_address="10.64.0.2", last_address="10.64.255.254",
-    )  # fmt: skip
+        name="bench",
+        subnet="10.64.0.0/16",
+        gateway="10.64.0.1",
+        first_address="10.64.0.2",
+        last_address="10.64.255.254",
+    )
     users = [get_user_model().objects.create_user(f"bench{n}") for n in range(8)]
     # Finite limits nobody reaches: every reservation pays for the usage check, as in production.
     roomy = dict.fromkeys(LIMIT_FIELDS, 10**9)
@@ -437,8 +466,11 @@ def bench(args) -> None:
     for size in sizes:
         started = time.perf_counter()
         build_inventory(size)
-        print(f"# inventory of {size} nodes, {size * 12} disks built in "
-              f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
+        print(
+            f"# inventory of {size} nodes, {size * 12} disks built in "
+            f"{time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
         for name, shape in SHAPES.items():
             count = args.clusters if shape[0] > 1 else args.claims
             for clients in client_counts:

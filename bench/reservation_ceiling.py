@@ -42,11 +42,19 @@ def one_call_function() -> str:
     free, _, _ = placement.free_statement([0], {"hdd"})
     write, _ = reservation._write_statement(0, reuse=False)
     values = {
-        "%(cluster)s": "p_cluster", "%(exclude)s": "p_cluster", "%(window)s": "p_window",
-        "%(name)s": "p_network", "%(want)s": "v_want", "%(now)s": "now()",
-        "%(reserved)s": "'reserved'", "%(to)s": "'placing'", "%(reason)s": "''",
-        "%(sources)s": "ARRAY['queued']", "%(level)s": "'info'", "%(message)s": "'placing'",
-    }  # fmt: skip
+        "%(cluster)s": "p_cluster",
+        "%(exclude)s": "p_cluster",
+        "%(window)s": "p_window",
+        "%(name)s": "p_network",
+        "%(want)s": "v_want",
+        "%(now)s": "now()",
+        "%(reserved)s": "'reserved'",
+        "%(to)s": "'placing'",
+        "%(reason)s": "''",
+        "%(sources)s": "ARRAY['queued']",
+        "%(level)s": "'info'",
+        "%(message)s": "'placing'",
+    }
 
     def plpgsql(sql: str, positional: str = "") -> str:
         for name, value in values.items():

@@ -310,9 +310,11 @@ def prepare_inventory(workers: int) -> tuple[list[str], str]:
     folder = WORK / "master"
     folder.mkdir(parents=True, exist_ok=True)
     Disk.objects.create(
-        node=Node.objects.get(name=master), mount_path=str(folder), kind=Disk.Kind.HDD,
+        node=Node.objects.get(name=master),
+        mount_path=str(folder),
+        kind=Disk.Kind.HDD,
         capacity_bytes=shutil.disk_usage(folder).total,
-    )  # fmt: skip
+    )
     return nodes[: need - 1], master
 
 
@@ -326,11 +328,13 @@ def register_volumes(plan: list[Volume], disks: list[Physical], coupling: int) -
         folder.mkdir(parents=True, exist_ok=True)
         ids.append(
             Disk.objects.create(
-                node=Node.objects.get(name=volume.node), mount_path=str(folder),
-                device=disk.device, kind=Disk.Kind.HDD,
+                node=Node.objects.get(name=volume.node),
+                mount_path=str(folder),
+                device=disk.device,
+                kind=Disk.Kind.HDD,
                 capacity_bytes=shutil.disk_usage(disk.mount).total,
             ).id
-        )  # fmt: skip
+        )
     return ids
 
 
@@ -366,10 +370,11 @@ def generate(master, rows: int, workers: int) -> float:
     node, name = master.node, master.container_id
     hadoop(node, name, f"hdfs dfs -rm -r -f -skipTrash {HDFS_DIR} >/dev/null")
     return hadoop(
-        node, name,
+        node,
+        name,
         f"hadoop jar {EXAMPLES} teragen -Dmapreduce.job.maps={workers} {STEADY} {rows}"
         f" {HDFS_DIR}/in",
-    )  # fmt: skip
+    )
 
 
 def sort_round(master, disks: list[Physical], used: list[int], workers: int):
@@ -380,10 +385,11 @@ def sort_round(master, disks: list[Physical], used: list[int], workers: int):
     drop_cache(disks)
     before = [disks[n].counters() for n in used]
     seconds = hadoop(
-        node, name,
+        node,
+        name,
         f"hadoop jar {EXAMPLES} terasort -Dmapreduce.job.reduces={workers} {STEADY}"
         f" {HDFS_DIR}/in {HDFS_DIR}/out",
-    )  # fmt: skip
+    )
     after = [disks[n].counters() for n in used]
     return seconds, [sum(a) - sum(b) for a, b in zip(after, before, strict=True)]
 
@@ -421,8 +427,14 @@ def layout_runs(user, version, coupling: int, disks, worker_nodes, args) -> list
     plan = plan_layout(coupling, args.workers, worker_nodes)
     used = sorted({v.physical for v in plan})
     disk_ids = register_volumes(plan, disks, coupling)
-    options = {"size": args.workers, "cpu": 1, "mem": WORKER_MB, "disks": 1, "replication": 1,
-               "blocksize": "64m"}  # fmt: skip
+    options = {
+        "size": args.workers,
+        "cpu": 1,
+        "mem": WORKER_MB,
+        "disks": 1,
+        "replication": 1,
+        "blocksize": "64m",
+    }
     started = time.perf_counter()
     cluster = services.launch(user, version, f"terasort-c{coupling}", options)
     try:
@@ -436,8 +448,11 @@ def layout_runs(user, version, coupling: int, disks, worker_nodes, args) -> list
             for i in instances
         }
         moved = sum(share_caps(i.container_id) for i in instances if i.role == "worker")
-        print(f"#   c={coupling}: running in {ready:.0f} s; disks {held}; "
-              f"{moved} worker processes under the shared caps", flush=True)  # fmt: skip
+        print(
+            f"#   c={coupling}: running in {ready:.0f} s; disks {held}; "
+            f"{moved} worker processes under the shared caps",
+            flush=True,
+        )
         runs = []
         rows = args.size_mb * 1_000_000 // 100  # TeraGen rows are 100 bytes
         generated = generate(master, rows, args.workers)
@@ -510,9 +525,11 @@ def main() -> None:
     admin_db = settings.DATABASES["default"]["NAME"]
     redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + REDIS_DB
     os.environ.update(
-        REDIS_URL=redis, PLATTER_SITE=SITE, PLATTER_DISPATCH_CLUSTER_TASKS="1",
+        REDIS_URL=redis,
+        PLATTER_SITE=SITE,
+        PLATTER_DISPATCH_CLUSTER_TASKS="1",
         PLATTER_LAB_ADDRESS_SLOT=ADDRESS_SLOT,
-    )  # fmt: skip
+    )
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
     settings.PLATTER_SITE = SITE
     settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
@@ -537,8 +554,10 @@ def main() -> None:
         ready.recreate_database(admin_db, drop_only=True)
         remove_disks(disks)
     rows = summarize(runs)
-    print(f"# TeraSort of {args.size_mb} MB on {args.workers} workers, every physical disk capped"
-          f" at {args.cap_mb} MB/s (shared), {os.cpu_count()} cores; seconds")  # fmt: skip
+    print(
+        f"# TeraSort of {args.size_mb} MB on {args.workers} workers, every physical disk capped"
+        f" at {args.cap_mb} MB/s (shared), {os.cpu_count()} cores; seconds"
+    )
     print(table(rows))
     plot(rows, args, out / "terasort.png")
     print(f"# plot: {out / 'terasort.png'}")
@@ -560,10 +579,14 @@ def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
         raise SystemExit("no Hadoop version whose image the lab nodes hold: ./platter lab up")
     user = get_user_model().objects.create_user("bench")
     Quota.objects.create(
-        user=user, max_clusters=1, max_instances=args.workers + 1,
-        max_cores=args.workers + 1, max_memory_mb=WORKER_MB * args.workers + MASTER_MB,
-        max_disks=args.workers + 1, max_disks_hdd=args.workers + 1,
-    )  # fmt: skip
+        user=user,
+        max_clusters=1,
+        max_instances=args.workers + 1,
+        max_cores=args.workers + 1,
+        max_memory_mb=WORKER_MB * args.workers + MASTER_MB,
+        max_disks=args.workers + 1,
+        max_disks_hdd=args.workers + 1,
+    )
     worker_nodes, master = prepare_inventory(args.workers)
     print(f"# workers on {', '.join(worker_nodes)}, master on {master}; layouts {layouts}")
     runs = []

@@ -67,11 +67,29 @@ def start_worker(log_path: Path) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(BENCH_DB)}
     log = open(log_path, "w")  # noqa: SIM115 (the worker writes to it until stopped)
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", ",".join(ALL_QUEUES),
-         "-c", "4", "-l", "info", "-n", f"bench-{os.getpid()}@%h", "--without-gossip",
-         "--without-mingle"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-Q",
+            ",".join(ALL_QUEUES),
+            "-c",
+            "4",
+            "-l",
+            "info",
+            "-n",
+            f"bench-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def bench_version():
@@ -88,14 +106,24 @@ def bench_version():
         defaults={
             "image": demo.image,
             "roles": [{**worker, "name": "node", "min": 1, "max": 8, "default": 1}],
-            "options_schema": {"required": {"size": {
-                "type": "int", "default": 1, "min": 1, "max": 8, "sets": "count",
-                "roles": ["node"], "description": "Instances"}},
-                "advanced": demo.options_schema["advanced"]},
+            "options_schema": {
+                "required": {
+                    "size": {
+                        "type": "int",
+                        "default": 1,
+                        "min": 1,
+                        "max": 8,
+                        "sets": "count",
+                        "roles": ["node"],
+                        "description": "Instances",
+                    }
+                },
+                "advanced": demo.options_schema["advanced"],
+            },
             "environment": {"PLATTER_MEMBERS": "{{members}}", "PLATTER_DATA_DIRS": "{{data_dirs}}"},
             "capabilities": demo.capabilities,
         },
-    )  # fmt: skip
+    )
     return version
 
 

@@ -18,10 +18,11 @@ from time_to_ready import p95, raw_plans, start_plan, wait_for
 FIRST_JOB = {
     "spark": ["spark-submit", "/opt/spark/examples/src/main/python/pi.py", "2"],
     "hadoop": [
-        "sh", "-c",
+        "sh",
+        "-c",
         "hadoop jar /opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-*.jar pi 2 100",
     ],
-}  # fmt: skip
+}
 JOB_TIMEOUT = 600
 
 
@@ -132,10 +133,12 @@ def bench_products(user, products: list[str], repeat: int, out: Path) -> None:
         row = {
             key: statistics.median(r[k] for r in runs)
             for key, runs, k in (
-                ("ready", ours, "ready"), ("raw_ready", raw, "ready"),
-                ("job", ours, "job"), ("raw_job", raw, "job"),
+                ("ready", ours, "ready"),
+                ("raw_ready", raw, "ready"),
+                ("job", ours, "job"),
+                ("raw_job", raw, "job"),
             )
-        }  # fmt: skip
+        }
         row["ready_p95"] = p95([r["ready"] for r in ours])
         rows.append((product, row))
         print(

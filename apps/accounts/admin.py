@@ -22,8 +22,11 @@ def _used_of(quota: Quota, limit: str) -> str:
 def fullest(quota: Quota) -> float:
     """The highest share of any set limit the quota's holder uses (0 when none is set)."""
     used = _usage(quota)
-    shares = [used[name] / m if m else float(used[name] > 0) for name in LIMIT_FIELDS
-              if (m := getattr(quota, name)) is not None]  # fmt: skip
+    shares = [
+        used[name] / m if m else float(used[name] > 0)
+        for name in LIMIT_FIELDS
+        if (m := getattr(quota, name)) is not None
+    ]
     return max(shares, default=0.0)
 
 
@@ -48,9 +51,11 @@ class LimitsForm(forms.Form):
     """Limits to set on every selected quota; an empty box leaves that limit as it is."""
 
     clear = forms.MultipleChoiceField(
-        choices=[(n, n) for n in LIMIT_FIELDS], required=False,
-        widget=forms.CheckboxSelectMultiple, label="Make unlimited",
-    )  # fmt: skip
+        choices=[(n, n) for n in LIMIT_FIELDS],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Make unlimited",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -93,11 +98,19 @@ class QuotaAdmin(admin.ModelAdmin):
             changes.update(dict.fromkeys(form.cleaned_data["clear"]))
             ids = queryset.values_list("id", flat=True)
             count = services.set_limits(ids, changes, actor=request.user)
-            self.message_user(request, f"Set {', '.join(changes) or 'nothing'} on {count} quotas.",
-                              messages.SUCCESS)  # fmt: skip
+            self.message_user(
+                request,
+                f"Set {', '.join(changes) or 'nothing'} on {count} quotas.",
+                messages.SUCCESS,
+            )
             return None
-        context = {**self.admin_site.each_context(request), "form": form, "quotas": queryset,
-                   "opts": self.model._meta, "title": "Set limits"}  # fmt: skip
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "quotas": queryset,
+            "opts": self.model._meta,
+            "title": "Set limits",
+        }
         return TemplateResponse(request, "admin/accounts/quota/set_limits.html", context)
 
 

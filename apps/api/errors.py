@@ -33,8 +33,13 @@ def translate(exc: Exception) -> Exception:
     if isinstance(exc, OptionsError):
         return ApiError(400, "invalid_options", "invalid launch options", fields=exc.errors)
     if isinstance(exc, QuotaExceeded):
-        quota = {"limit": exc.limit, "scope": exc.scope, "asked": exc.asked, "used": exc.used,
-                 "maximum": exc.maximum}  # fmt: skip
+        quota = {
+            "limit": exc.limit,
+            "scope": exc.scope,
+            "asked": exc.asked,
+            "used": exc.used,
+            "maximum": exc.maximum,
+        }
         return ApiError(403, "quota_exceeded", str(exc), quota=quota)
     if isinstance(exc, ImageUnavailable):
         return ApiError(409, "image_unavailable", str(exc), images=exc.images)
@@ -63,8 +68,7 @@ def error_body(exc: exceptions.APIException, status_code: int) -> dict[str, Any]
         if isinstance(detail, dict):
             fields = {str(name): _flatten(value) for name, value in detail.items()}
             message = "invalid request: " + ", ".join(fields)
-            return {"status": status_code, "error": "invalid", "message": message,
-                    "fields": fields}  # fmt: skip
+            return {"status": status_code, "error": "invalid", "message": message, "fields": fields}
         return {"status": status_code, "error": "invalid", "message": _flatten(detail)}
     codes = exc.get_codes()
     code = codes if isinstance(codes, str) else exc.default_code
@@ -85,6 +89,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         response.data = error_body(exc, response.status_code)
     else:  # Http404 and PermissionDenied from Django, already turned into responses
         word = "not_found" if response.status_code == status.HTTP_404_NOT_FOUND else "denied"
-        response.data = {"status": response.status_code, "error": word,
-                         "message": _flatten(response.data.get("detail", ""))}  # fmt: skip
+        response.data = {
+            "status": response.status_code,
+            "error": word,
+            "message": _flatten(response.data.get("detail", "")),
+        }
     return response

@@ -28,11 +28,14 @@ HEADER = "Idempotency-Key"
 VALID_KEY = re.compile(r"[!-~](?:[ -~]{0,253}[!-~])?")
 # For the launches' OpenAPI operations.
 PARAMETER = OpenApiParameter(
-    HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
     description="Any unique string of yours (e.g. a UUID): a retry with the same key and "
     "body gets the first answer again (header Idempotent-Replayed) instead of launching "
     f"again; the same key with another body is a 422. Kept {settings.IDEMPOTENCY_KEY_HOURS} h.",
-)  # fmt: skip
+)
 
 
 def key_of(request: Request) -> str | None:
@@ -50,8 +53,9 @@ def fingerprint(request: Request) -> str:
     body = request.data
     if hasattr(body, "lists"):  # a form's QueryDict
         body = dict(body.lists())
-    shown = json.dumps([request.method, request.path, body], sort_keys=True,
-                       cls=DjangoJSONEncoder, default=str)  # fmt: skip
+    shown = json.dumps(
+        [request.method, request.path, body], sort_keys=True, cls=DjangoJSONEncoder, default=str
+    )
     return hashlib.sha256(shown.encode()).hexdigest()
 
 

@@ -8,13 +8,31 @@ from .models import AuditEvent
 class AuditEventAdmin(admin.ModelAdmin):
     """Read-only for everyone, superusers included: an audit log nobody can edit."""
 
-    list_display = ["time", "who", "action", "object_type", "object_repr", "detail",
-                    "client_address", "request_id"]  # fmt: skip
+    list_display = [
+        "time",
+        "who",
+        "action",
+        "object_type",
+        "object_repr",
+        "detail",
+        "client_address",
+        "request_id",
+    ]
     list_filter = ["action", ("actor", admin.RelatedOnlyFieldListFilter), "object_type"]
     search_fields = ["actor_name", "object_repr"]
     date_hierarchy = "time"
-    readonly_fields = ["time", "actor", "actor_name", "action", "object_type", "object_id",
-                       "object_repr", "detail", "client_address", "request_id"]  # fmt: skip
+    readonly_fields = [
+        "time",
+        "actor",
+        "actor_name",
+        "action",
+        "object_type",
+        "object_id",
+        "object_repr",
+        "detail",
+        "client_address",
+        "request_id",
+    ]
     fields = readonly_fields
 
     @admin.display(description="actor", ordering="actor_name")

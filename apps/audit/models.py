@@ -33,9 +33,12 @@ class AuditEvent(models.Model):
     time = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
     # None: the system did it (beat expiring a lease, the reconciler marking a node down).
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="audit_events",
-    )  # fmt: skip
+    )
     actor_name = models.CharField(max_length=150, blank=True, help_text="empty: the system")
     action = models.CharField(max_length=32, choices=Action.choices)
     object_type = models.CharField(max_length=64, help_text="e.g. clusters.cluster")

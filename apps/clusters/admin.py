@@ -19,8 +19,19 @@ class ReadOnly(admin.ModelAdmin):
 
 class InstanceInline(admin.TabularInline):
     model = Instance
-    fields = ["role", "index", "hostname", "node", "address", "cores", "memory_mb", "disks",
-              "disk_kind", "active", "state"]  # fmt: skip
+    fields = [
+        "role",
+        "index",
+        "hostname",
+        "node",
+        "address",
+        "cores",
+        "memory_mb",
+        "disks",
+        "disk_kind",
+        "active",
+        "state",
+    ]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -66,8 +77,18 @@ class ClusterAdmin(ReadOnly):
 
 @admin.register(Instance)
 class InstanceAdmin(ReadOnly):
-    list_display = ["__str__", "cluster", "node", "address", "cores", "memory_mb", "disks",
-                    "disk_kind", "active", "state"]  # fmt: skip
+    list_display = [
+        "__str__",
+        "cluster",
+        "node",
+        "address",
+        "cores",
+        "memory_mb",
+        "disks",
+        "disk_kind",
+        "active",
+        "state",
+    ]
     list_filter = ["active", "state", "disk_kind"]
     list_select_related = ["cluster", "node", "address"]
 

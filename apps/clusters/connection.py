@@ -69,12 +69,17 @@ def endpoints(cluster: Cluster) -> list[dict]:
                 continue
             ip = instance.address.ip if instance.address else None
             scheme = port.get("scheme")
-            found.append({
-                "role": instance.role, "hostname": instance.hostname,
-                "name": port.get("name", ""), "address": ip, "port": port["port"],
-                "protocol": port.get("protocol", "tcp"),
-                "url": f"{scheme}://{ip}:{port['port']}" if scheme and ip else None,
-            })  # fmt: skip
+            found.append(
+                {
+                    "role": instance.role,
+                    "hostname": instance.hostname,
+                    "name": port.get("name", ""),
+                    "address": ip,
+                    "port": port["port"],
+                    "protocol": port.get("protocol", "tcp"),
+                    "url": f"{scheme}://{ip}:{port['port']}" if scheme and ip else None,
+                }
+            )
     return found
 
 
@@ -115,11 +120,16 @@ def connection_strings(cluster: Cluster, found) -> list[ConnectionString]:
             names = templating.placeholders_in(template)
             if names & PER_INSTANCE:
                 for instance in members:
-                    each = {**context, "address": instance.address.ip,
-                            "hostname": instance.hostname}  # fmt: skip
-                    strings.append(ConnectionString(
-                        port.get("name", ""), role, instance.hostname, render(template, each)
-                    ))  # fmt: skip
+                    each = {
+                        **context,
+                        "address": instance.address.ip,
+                        "hostname": instance.hostname,
+                    }
+                    strings.append(
+                        ConnectionString(
+                            port.get("name", ""), role, instance.hostname, render(template, each)
+                        )
+                    )
             elif members:
                 strings.append(
                     ConnectionString(port.get("name", ""), role, "", render(template, context))

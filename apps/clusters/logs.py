@@ -63,8 +63,9 @@ class LogLines:
     cursor: str | None = None
 
     def text(self, timestamps: bool = False) -> str:
-        return "".join(f"{at} {line}\n" if timestamps and at else f"{line}\n"
-                       for at, line in self.entries)  # fmt: skip
+        return "".join(
+            f"{at} {line}\n" if timestamps and at else f"{line}\n" for at, line in self.entries
+        )
 
 
 def normal_cursor(cursor: str) -> str:
@@ -168,9 +169,13 @@ def running(source: LogSource) -> bool:
 
 
 def follow(
-    source: LogSource, tail: int, seconds: float, *, after: str | None = None,
+    source: LogSource,
+    tail: int,
+    seconds: float,
+    *,
+    after: str | None = None,
     timestamps: bool = False,
-) -> Iterator[str]:  # fmt: skip
+) -> Iterator[str]:
     """The last `tail` lines (after the cursor `after`, if given), then each line as the
     container writes it, for at most `seconds` or until it stops. Whole lines only. Raises
     NoContainer at once (not part-way) when there is no container."""
@@ -179,9 +184,12 @@ def follow(
     if client.container_state(source.container) is None:
         raise NoContainer(_gone(source))
     stream = client.follow_logs(
-        source.container, tail, seconds,
-        since=_since(after) if after else None, timestamps=True,
-    )  # fmt: skip
+        source.container,
+        tail,
+        seconds,
+        since=_since(after) if after else None,
+        timestamps=True,
+    )
     return _lines(stream, after, timestamps)
 
 

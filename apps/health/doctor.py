@@ -124,18 +124,27 @@ def credential_findings() -> list[Finding]:
     for node in Node.objects.filter(endpoint__startswith="tcp://"):
         status = pki.tls_status(node.tls_dir)
         renew = (
-            "./platter lab down && ./platter lab up" if node.labels.get("lab")
+            "./platter lab down && ./platter lab up"
+            if node.labels.get("lab")
             else f"manage.py node_certs {node.name} --address HOST, then copy the files"
-        )  # fmt: skip
+        )
         if status.missing:
             where = status.folder or "no tls_dir"
-            findings.append(Finding(f"node {node.name} TLS files ({where})", False,
-                                    f"missing {', '.join(status.missing)}: {renew}"))  # fmt: skip
+            findings.append(
+                Finding(
+                    f"node {node.name} TLS files ({where})",
+                    False,
+                    f"missing {', '.join(status.missing)}: {renew}",
+                )
+            )
             continue
         until = f"{status.expires:%Y-%m-%d}" if status.expires else "unreadable"
         ok = status.expires is not None and status.expires > soon
-        findings.append(Finding(f"node {node.name} certificates valid until {until}", ok,
-                                f"renew them: {renew}"))  # fmt: skip
+        findings.append(
+            Finding(
+                f"node {node.name} certificates valid until {until}", ok, f"renew them: {renew}"
+            )
+        )
     return findings
 
 

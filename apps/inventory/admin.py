@@ -101,8 +101,11 @@ class SpeedFilter(admin.SimpleListFilter):
     parameter_name = "speed"
 
     def lookups(self, request, model_admin):
-        return [("slow", "far below its siblings"), ("ok", "like its siblings"),
-                ("unmeasured", "not measured")]  # fmt: skip
+        return [
+            ("slow", "far below its siblings"),
+            ("ok", "like its siblings"),
+            ("unmeasured", "not measured"),
+        ]
 
     def queryset(self, request, queryset):
         if self.value() == "slow":
@@ -116,8 +119,17 @@ class SpeedFilter(admin.SimpleListFilter):
 
 @admin.register(Disk)
 class DiskAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "kind", "state", "holder", "last_holder", "seq_mbps",
-                    "rand_iops", "slow", "measured_at"]  # fmt: skip
+    list_display = [
+        "__str__",
+        "kind",
+        "state",
+        "holder",
+        "last_holder",
+        "seq_mbps",
+        "rand_iops",
+        "slow",
+        "measured_at",
+    ]
     list_filter = ["state", "kind", "node__state", SpeedFilter]
     search_fields = ["node__name", "mount_path", "device"]
     list_select_related = ["node"]
@@ -134,8 +146,12 @@ class DiskAdmin(admin.ModelAdmin):
     def rand_iops(self, disk: Disk) -> str:
         if disk.measured_at is None:
             return "-"
-        values = (disk.rand_read_iops_qd1, disk.rand_write_iops_qd1,
-                  disk.rand_read_iops_qd64, disk.rand_write_iops_qd64)  # fmt: skip
+        values = (
+            disk.rand_read_iops_qd1,
+            disk.rand_write_iops_qd1,
+            disk.rand_read_iops_qd64,
+            disk.rand_write_iops_qd64,
+        )
         r1, w1, r64, w64 = (f"{v or 0:.0f}" for v in values)
         return f"{r1} / {w1}, {r64} / {w64}"
 

@@ -114,16 +114,23 @@ def fio_arguments(directory: str, ioengine: str, size_divisor: int, runtime_s: i
     seq_size = max(1, 1024 // size_divisor)
     rand_size = max(1, 256 // size_divisor)
     argv = [
-        "--output-format=json", f"--directory={directory}", f"--ioengine={ioengine}",
-        "--direct=1", "--time_based", f"--runtime={runtime_s}", "--randrepeat=0",
-    ]  # fmt: skip
+        "--output-format=json",
+        f"--directory={directory}",
+        f"--ioengine={ioengine}",
+        "--direct=1",
+        "--time_based",
+        f"--runtime={runtime_s}",
+        "--randrepeat=0",
+    ]
     for name, _, options in JOBS:
         seq = name.startswith("seq")
         argv += [
-            f"--name={name}", "--stonewall",
+            f"--name={name}",
+            "--stonewall",
             f"--filename=.platter-bench-{name.split('-qd')[0]}",
-            f"--size={seq_size if seq else rand_size}M", *options.split(),
-        ]  # fmt: skip
+            f"--size={seq_size if seq else rand_size}M",
+            *options.split(),
+        ]
     return argv
 
 
@@ -134,9 +141,12 @@ def bench_disk(disk: Disk) -> dict[str, float]:
     while True:
         argv = fio_arguments("/disk", engine, settings.BENCH_SIZE_DIVISOR, settings.BENCH_RUNTIME_S)
         code, output = nodes.client(node).run_helper(
-            argv, [f"{disk.mount_path}:/disk"], image=settings.BENCH_IMAGE,
-            entrypoint=["fio"], host_options=throttle_options([disk]),
-        )  # fmt: skip
+            argv,
+            [f"{disk.mount_path}:/disk"],
+            image=settings.BENCH_IMAGE,
+            entrypoint=["fio"],
+            host_options=throttle_options([disk]),
+        )
         if code != 0 and engine != "psync" and f"engine {engine} not loadable" in output:
             log.warning("node %s: fio has no %s; using psync", node.name, engine)
             engine = "psync"  # queue depth 64 then behaves like 1

@@ -111,9 +111,12 @@ def record(node: Node, found: list[FoundDisk]) -> DiscoveryReport:
         _, created = Disk.objects.update_or_create(
             node=node,
             mount_path=mount_path,
-            defaults={"device": disk.device, "capacity_bytes": disk.capacity_bytes,
-                      "kind": disk.kind},
-        )  # fmt: skip
+            defaults={
+                "device": disk.device,
+                "capacity_bytes": disk.capacity_bytes,
+                "kind": disk.kind,
+            },
+        )
         (report.created if created else report.updated).append(mount_path)
     others = Disk.objects.filter(node=node).exclude(mount_path__in=seen)
     report.missing = sorted(

@@ -74,10 +74,16 @@ def ensure_ca(folder: Path, common_name: str = "Platter CA") -> tuple[Path, Path
         return cert_path, key_path
     key = ec.generate_private_key(ec.SECP256R1())
     usage = x509.KeyUsage(
-        digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-        key_encipherment=False, data_encipherment=False, key_agreement=False,
-        encipher_only=False, decipher_only=False,
-    )  # fmt: skip
+        digital_signature=True,
+        key_cert_sign=True,
+        crl_sign=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
     cert = (
         _builder(_name(common_name), _name(common_name), key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -195,9 +201,13 @@ def issue_node_certificate(node: str, addresses: list[str], out_folder: Path) ->
     its key and the CA as NODE_FILES into out_folder (to be copied to the node)."""
     ensure_portal_client()
     issue(
-        portal_ca_dir(), out_folder, node, server_names=addresses,
-        cert_file="server-cert.pem", key_file="server-key.pem",
-    )  # fmt: skip
+        portal_ca_dir(),
+        out_folder,
+        node,
+        server_names=addresses,
+        cert_file="server-cert.pem",
+        key_file="server-key.pem",
+    )
     return out_folder
 
 

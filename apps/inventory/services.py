@@ -208,9 +208,14 @@ def add_segments(pool: str, vlans: range, prefix: int = 24) -> list[Network]:
         if len(hosts) < 4:
             raise SegmentError(f"/{prefix} is too small for a cluster network")
         network = Network.objects.create(
-            name=f"vlan-{vlan}", subnet=str(subnet), gateway=str(hosts[0]),
-            first_address=str(hosts[1]), last_address=str(hosts[-1]), isolated=True, vlan=vlan,
-        )  # fmt: skip
+            name=f"vlan-{vlan}",
+            subnet=str(subnet),
+            gateway=str(hosts[0]),
+            first_address=str(hosts[1]),
+            last_address=str(hosts[-1]),
+            isolated=True,
+            vlan=vlan,
+        )
         made.append(network)
     return made
 

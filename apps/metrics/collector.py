@@ -84,9 +84,16 @@ def node_metrics() -> Iterator[Metric]:
             used_memory=active_sum("memory_mb"),
             **{f"free_{kind}": free_disks(kind) for kind in kinds},
         )
-        .values("name", "state", "cores", "memory_mb", "used_cores", "used_memory",
-                *(f"free_{kind}" for kind in kinds))
-    )  # fmt: skip
+        .values(
+            "name",
+            "state",
+            "cores",
+            "memory_mb",
+            "used_cores",
+            "used_memory",
+            *(f"free_{kind}" for kind in kinds),
+        )
+    )
     labels = ["node", "state"]
     cores = GaugeMetricFamily("platter_node_cores", "Cores of a node.", labels=labels)
     memory = GaugeMetricFamily("platter_node_memory_bytes", "Memory of a node.", labels=labels)

@@ -16,9 +16,10 @@ PLACEMENT_SECONDS = Histogram(
     buckets=(0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0),
 )
 TASKS = Counter(
-    "platter_tasks", "Celery tasks finished, by task and state (SUCCESS, FAILURE, RETRY).",
+    "platter_tasks",
+    "Celery tasks finished, by task and state (SUCCESS, FAILURE, RETRY).",
     labels=("task", "state"),
-)  # fmt: skip
+)
 TASK_FAILURES = Counter(
     "platter_task_failures", "Celery tasks that raised, by task.", labels=("task",)
 )

@@ -9,13 +9,29 @@ from .services import issue_token, revoke
 class ApiTokenAdmin(admin.ModelAdmin):
     """Shows name, prefix and dates; never the secret (not stored) nor its digest."""
 
-    list_display = ["name", "user", "prefix", "read_only", "created", "last_used", "expires_at",
-                    "revoked_at"]  # fmt: skip
+    list_display = [
+        "name",
+        "user",
+        "prefix",
+        "read_only",
+        "created",
+        "last_used",
+        "expires_at",
+        "revoked_at",
+    ]
     list_filter = ["read_only", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "prefix", "user__username"]
     list_select_related = ["user"]
-    fields = ["user", "name", "read_only", "expires_at", "prefix", "created", "last_used",
-              "revoked_at"]  # fmt: skip
+    fields = [
+        "user",
+        "name",
+        "read_only",
+        "expires_at",
+        "prefix",
+        "created",
+        "last_used",
+        "revoked_at",
+    ]
     readonly_fields = ["prefix", "created", "last_used", "revoked_at"]
     autocomplete_fields = ["user"]
     actions = ["revoke_tokens"]

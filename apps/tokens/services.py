@@ -41,9 +41,13 @@ def digest_of(raw: str) -> str:
 
 
 def issue_token(
-    user, name: str, expires_in_days: float | None = None, read_only: bool = False, *,
+    user,
+    name: str,
+    expires_in_days: float | None = None,
+    read_only: bool = False,
+    *,
     actor: Actor = None,
-) -> IssuedToken:  # fmt: skip
+) -> IssuedToken:
     """A new token for ``user``; the returned secret is the only copy there will ever be.
     ``actor`` is who issued it (the user themselves, an admin; None: a command line)."""
     expires_at = None
@@ -57,15 +61,25 @@ def issue_token(
         try:
             with transaction.atomic():
                 token = ApiToken.objects.create(
-                    user=user, name=name, prefix=prefix, digest=digest_of(raw),
-                    read_only=read_only, expires_at=expires_at,
-                )  # fmt: skip
+                    user=user,
+                    name=name,
+                    prefix=prefix,
+                    digest=digest_of(raw),
+                    read_only=read_only,
+                    expires_at=expires_at,
+                )
                 # What the token is and may do; never the secret, nor its digest.
                 record(
-                    Action.TOKEN_CREATE, actor, token, object_repr=_describe(token),
-                    name=name, owner=user.get_username(), prefix=prefix, read_only=read_only,
+                    Action.TOKEN_CREATE,
+                    actor,
+                    token,
+                    object_repr=_describe(token),
+                    name=name,
+                    owner=user.get_username(),
+                    prefix=prefix,
+                    read_only=read_only,
                     expires_at=expires_at,
-                )  # fmt: skip
+                )
         except IntegrityError:
             continue
         return IssuedToken(token=token, secret=raw)

@@ -16,9 +16,12 @@ def token_list(request: HttpRequest) -> HttpResponse:
     issued = None
     if request.method == "POST" and form.is_valid():
         issued = issue_token(
-            request.user, form.cleaned_data["name"], form.cleaned_data["expires_in_days"],
-            read_only=form.cleaned_data["read_only"], actor=request.user,
-        )  # fmt: skip
+            request.user,
+            form.cleaned_data["name"],
+            form.cleaned_data["expires_in_days"],
+            read_only=form.cleaned_data["read_only"],
+            actor=request.user,
+        )
         form = TokenForm()
     tokens = ApiToken.objects.filter(user=request.user)
     return render(request, "tokens/tokens.html", {"form": form, "issued": issued, "tokens": tokens})

@@ -70,10 +70,23 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
         port = free_port()
         log = folder / "gunicorn.log"
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "portal.wsgi", "-b", f"127.0.0.1:{port}",
-             "-w", "1", "--access-logfile", "-"],
-            cwd=BASE_DIR, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "-b",
+                f"127.0.0.1:{port}",
+                "-w",
+                "1",
+                "--access-logfile",
+                "-",
+            ],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
         started.append(server)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

@@ -66,15 +66,28 @@ def test_the_checks_name_what_a_leak_leaves_behind(alice):
     disk = Disk.objects.create(
         node=node, mount_path="/d1", capacity_bytes=1, state=Disk.State.ALLOCATED
     )
-    Network.objects.create(name="net", subnet="10.9.0.0/29", gateway="10.9.0.1",
-                           first_address="10.9.0.2", last_address="10.9.0.3")  # fmt: skip
+    Network.objects.create(
+        name="net",
+        subnet="10.9.0.0/29",
+        gateway="10.9.0.1",
+        first_address="10.9.0.2",
+        last_address="10.9.0.3",
+    )
     Address.objects.filter(ip="10.9.0.2").update(held=True)
     Quota.objects.create(user=alice, max_cores=2)
     # A destroyed cluster whose instance still holds 3 cores (more than the node has) and
     # none of the disk it asked for, while the disk stays allocated and an address held.
     cluster = Cluster.objects.create(owner=alice, version=demo, name="leak", state="destroyed")
-    Instance.objects.create(cluster=cluster, role="worker", index=0, cores=3, memory_mb=64,
-                            disks=1, node=node, active=True)  # fmt: skip
+    Instance.objects.create(
+        cluster=cluster,
+        role="worker",
+        index=0,
+        cores=3,
+        memory_mb=64,
+        disks=1,
+        node=node,
+        active=True,
+    )
 
     assert checks.disk_states() == [
         f"disk {disk.id} is allocated but no active instance holds it",

@@ -99,8 +99,19 @@ def test_rows_give_min_median_max_per_disk_figures_and_ratio_to_coupling_1():
     assert coupled.mbps == pytest.approx(800 / 330)
     lines = terasort.table(rows).splitlines()
     assert lines[0].split()[:2] == ["layout", "n"]
-    assert lines[2].split() == ["c=1", "Platter", "3", "100.0", "110.0", "120.0", "10.0",
-                                "5.0", "200", "1.8", "1.00"]  # fmt: skip
+    assert lines[2].split() == [
+        "c=1",
+        "Platter",
+        "3",
+        "100.0",
+        "110.0",
+        "120.0",
+        "10.0",
+        "5.0",
+        "200",
+        "1.8",
+        "1.00",
+    ]
     assert lines[3].startswith("c=4 coupled") and lines[3].endswith("3.00")
 
 

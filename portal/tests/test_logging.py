@@ -105,10 +105,18 @@ def production_log_format(**env: str) -> str:
     environment = {k: v for k, v in os.environ.items() if k != "PLATTER_LOG_FORMAT"}
     environment.update(SECRET_KEY="k7" * 30, ALLOWED_HOSTS="platter.example.org", **env)
     return subprocess.run(
-        [sys.executable, "-c", "from portal.settings import prod; "
-         "print(prod.LOGGING['handlers']['console']['formatter'])"],
-        cwd=settings.BASE_DIR, env=environment, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from portal.settings import prod; "
+            "print(prod.LOGGING['handlers']['console']['formatter'])",
+        ],
+        cwd=settings.BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def test_production_logs_json_unless_told_otherwise():

@@ -34,7 +34,9 @@ def test_a_queued_cluster_of_a_version_no_longer_trusted_is_refused_before_docke
     assert not DiskAllocation.objects.filter(instance__cluster=cluster, active=True).exists()
     for node in lab_cleanup:
         made = engine.cached(node).containers.list(
-            all=True, filters={"label": [f"platter.site={settings.PLATTER_SITE}",
-                                         f"platter.cluster={cluster.id}"]},
-        )  # fmt: skip
+            all=True,
+            filters={
+                "label": [f"platter.site={settings.PLATTER_SITE}", f"platter.cluster={cluster.id}"]
+            },
+        )
         assert made == [], node.name

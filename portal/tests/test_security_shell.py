@@ -16,9 +16,12 @@ from django.conf import settings
 BASE_DIR = Path(settings.BASE_DIR)
 SKIP_PARTS = {".venv", ".local", "node_modules", "staticfiles", "artifacts", ".git"}
 SHELL_CALLS = {
-    ("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
-    ("subprocess", "getstatusoutput"), ("asyncio", "create_subprocess_shell"),
-}  # fmt: skip
+    ("os", "system"),
+    ("os", "popen"),
+    ("subprocess", "getoutput"),
+    ("subprocess", "getstatusoutput"),
+    ("asyncio", "create_subprocess_shell"),
+}
 SHELL_METHODS = {"create_subprocess_shell", "subprocess_shell"}  # also on event loops
 
 # (file, function) -> why its runtime-built `sh -c` script holds nothing a user chose.

@@ -102,10 +102,11 @@ def test_a_cluster_spreads_over_the_tls_nodes_and_another_runs_over_ssh(
     for instance in instances:
         holder = held_disks(instance)[0]
         places = [
-            d for d in lab_disks
+            d
+            for d in lab_disks
             if (data_path(d, spread) / "probe").is_file()
             and (data_path(d, spread) / "probe").read_text().strip() == instance.hostname
-        ]  # fmt: skip
+        ]
         assert places == [holder]
 
     # Members reach each other by hostname across nodes.
@@ -246,9 +247,11 @@ def test_the_reconciler_starts_a_killed_container_again_then_fails_and_removes_o
     node = victim.node
     api = engine.cached(node).api
     orphan = api.create_container(
-        settings.LAB_IMAGE, ["sleep", "60"], name=f"{settings.PLATTER_SITE}-orphan",
+        settings.LAB_IMAGE,
+        ["sleep", "60"],
+        name=f"{settings.PLATTER_SITE}-orphan",
         labels={"platter.site": settings.PLATTER_SITE, "platter.instance": "999999"},
-    )  # fmt: skip
+    )
     assert reconciler.reconcile()["orphans_removed"] == []
     removed = reconciler.reconcile(grace_seconds=0)["orphans_removed"]
     assert removed == [f"{node.name}/{settings.PLATTER_SITE}-orphan"]
@@ -280,11 +283,31 @@ def fault_worker(django_db_setup, celery_worker_process):
     )
     log = open(settings.STATE_DIR / "fault-worker.log", "w")  # noqa: SIM115
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-P", "prefork", "-c", "1",
-         "-Q", "fault", "-n", f"fault-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
-         "-l", "info"],
-        cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-P",
+            "prefork",
+            "-c",
+            "1",
+            "-Q",
+            "fault",
+            "-n",
+            f"fault-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "info",
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     from portal.celery import app
 
     deadline = time.monotonic() + 60

@@ -115,15 +115,35 @@ def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, ali
     job = ["/opt/platter/lib/spark_smoke_job.py", "2000"]
     submit = shown_string(cluster, "spark-submit")
     assert submit[-1] == "app.py"
-    output = run(master, "env", "SPARK_CONF_DIR=/tmp", submit[0], "--driver-memory", "512m",
-                 "--conf", "spark.ui.enabled=false", *submit[1:-1], *job)  # fmt: skip
+    output = run(
+        master,
+        "env",
+        "SPARK_CONF_DIR=/tmp",
+        submit[0],
+        "--driver-memory",
+        "512m",
+        "--conf",
+        "spark.ui.enabled=false",
+        *submit[1:-1],
+        *job,
+    )
     assert "reduceByKey: 2000 rows -> " in output and "WRONG" not in output, output[-2000:]
     # ... and a client without the secret is refused by the master.
     code, output = attempt(
-        master, "env", "SPARK_CONF_DIR=/tmp", "timeout", "40", "spark-submit",
-        "--master", f"spark://{master.hostname}:7077", "--driver-memory", "512m",
-        "--conf", "spark.ui.enabled=false", *job,
-    )  # fmt: skip
+        master,
+        "env",
+        "SPARK_CONF_DIR=/tmp",
+        "timeout",
+        "40",
+        "spark-submit",
+        "--master",
+        f"spark://{master.hostname}:7077",
+        "--driver-memory",
+        "512m",
+        "--conf",
+        "spark.ui.enabled=false",
+        *job,
+    )
     assert code != 0 and "SASL" in output, output[-2000:]
     assert_no_secret_shown(cluster)
     destroy_and_check(cluster)
@@ -167,16 +187,35 @@ def test_cassandra_writes_at_quorum_and_reads_from_another_node(dispatching, lab
     cqlsh = shown_string(cluster, "cqlsh")
     roles = run(node, *cqlsh, "--credentials", "/dev/null", "-e", "LIST ROLES")
     owner = credentials.credentials_of(cluster).username
-    assert any(line.split("|")[0].strip() == owner and "True" in line
-               for line in roles.splitlines()), roles  # fmt: skip
+    assert any(
+        line.split("|")[0].strip() == owner and "True" in line for line in roles.splitlines()
+    ), roles
     for member in (seed, node):
-        code, output = attempt(member, "cqlsh", "--credentials", "/dev/null", member.hostname,
-                               "9042", "-e", "DESCRIBE KEYSPACES")  # fmt: skip
+        code, output = attempt(
+            member,
+            "cqlsh",
+            "--credentials",
+            "/dev/null",
+            member.hostname,
+            "9042",
+            "-e",
+            "DESCRIBE KEYSPACES",
+        )
         assert code != 0 and "requires authentication" in output, output
     code, output = attempt(
-        seed, "cqlsh", "--credentials", "/dev/null", "-u", "cassandra", "-p", "cassandra",
-        seed.hostname, "9042", "-e", "LIST ROLES",
-    )  # fmt: skip
+        seed,
+        "cqlsh",
+        "--credentials",
+        "/dev/null",
+        "-u",
+        "cassandra",
+        "-p",
+        "cassandra",
+        seed.hostname,
+        "9042",
+        "-e",
+        "LIST ROLES",
+    )
     assert code != 0 and "AuthenticationFailed" in output, output
     assert_no_secret_shown(cluster)
     destroy_and_check(cluster)

@@ -72,20 +72,48 @@ def nodes_worker(dispatching):
     """Production's split on this run's broker: the `nodes` queue leaves the shared test
     worker for a worker of its own with one slot, which waits on a silent node for as long as
     the test wants (a node API timeout of 10 minutes, no retry)."""
-    shared = [name for name, queues in (app.control.inspect().active_queues() or {}).items()
-              if NODES in {q["name"] for q in queues}]  # fmt: skip
+    shared = [
+        name
+        for name, queues in (app.control.inspect().active_queues() or {}).items()
+        if NODES in {q["name"] for q in queues}
+    ]
     app.control.cancel_consumer(NODES, destination=shared, reply=True)
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.test",
-           "DATABASE_URL": _database_url(), "PLATTER_NODE_API_TIMEOUT": "600",
-           "PLATTER_NODE_API_RETRIES": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": _database_url(),
+        "PLATTER_NODE_API_TIMEOUT": "600",
+        "PLATTER_NODE_API_RETRIES": "1",
+    }
     name = f"nodes-{os.getpid()}@{socket.gethostname()}"
     log_path = settings.STATE_DIR / f"test-nodes-worker-{settings.PLATTER_SITE}.log"
     log = open(log_path, "w")  # noqa: SIM115 (closed below)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", NODES, "-P", "threads",
-         "-c", "1", "-n", name, "--without-gossip", "--without-mingle", "-l", "info"],
-        cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-Q",
+            NODES,
+            "-P",
+            "threads",
+            "-c",
+            "1",
+            "-n",
+            name,
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "info",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         _wait(lambda: app.control.ping(destination=[name], timeout=0.5), "the nodes worker")
         yield name
@@ -104,9 +132,13 @@ def silent_node(lab_inventory):
     listener.listen(8)  # connections queue up in the kernel and nobody ever reads them
     tls_dir = next(node.tls_dir for node in lab_inventory if node.tls_dir)
     node = Node.objects.create(
-        name="silent", endpoint=f"tcp://127.0.0.1:{listener.getsockname()[1]}", tls_dir=tls_dir,
-        cores=1, memory_mb=256, state=Node.State.MAINTENANCE,
-    )  # fmt: skip
+        name="silent",
+        endpoint=f"tcp://127.0.0.1:{listener.getsockname()[1]}",
+        tls_dir=tls_dir,
+        cores=1,
+        memory_mb=256,
+        state=Node.State.MAINTENANCE,
+    )
     Disk.objects.create(node=node, mount_path="/srv/platter/disks/d1", capacity_bytes=2**30)
     yield node, listener
     listener.close()

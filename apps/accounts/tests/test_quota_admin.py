@@ -35,8 +35,16 @@ def test_set_limits_edits_every_selected_quota(client, admin_user, quotas):
     ask = client.post(URL, {"action": "set_limits", "_selected_action": ids})
     assert ask.status_code == 200
     assert "Make unlimited" in ask.content.decode()
-    client.post(URL, {"action": "set_limits", "_selected_action": ids, "apply": "1",
-                      "max_disks": "7", "clear": ["max_cores"]})  # fmt: skip
+    client.post(
+        URL,
+        {
+            "action": "set_limits",
+            "_selected_action": ids,
+            "apply": "1",
+            "max_disks": "7",
+            "clear": ["max_cores"],
+        },
+    )
     for quota in Quota.objects.filter(id__in=ids):
         assert quota.max_disks == 7
         assert quota.max_cores is None

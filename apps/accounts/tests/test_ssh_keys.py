@@ -31,8 +31,11 @@ def test_it_accepts_an_ed25519_key_and_keeps_its_comment():
 
 
 def test_it_accepts_ecdsa_keys_of_every_curve():
-    for curve, name in [(ec.SECP256R1(), "nistp256"), (ec.SECP384R1(), "nistp384"),
-                        (ec.SECP521R1(), "nistp521")]:  # fmt: skip
+    for curve, name in [
+        (ec.SECP256R1(), "nistp256"),
+        (ec.SECP384R1(), "nistp384"),
+        (ec.SECP521R1(), "nistp521"),
+    ]:
         assert ssh.parse_public_key(ecdsa_public(curve)).key_type == f"ecdsa-sha2-{name}"
 
 
@@ -54,9 +57,11 @@ def test_the_fingerprint_is_what_ssh_keygen_prints(tmp_path):
     assert ssh.parse_public_key(line).fingerprint == expected
     (tmp_path / "k.pub").write_text(line + "\n")
     printed = subprocess.run(
-        ["ssh-keygen", "-l", "-f", str(tmp_path / "k.pub")], capture_output=True, text=True,
+        ["ssh-keygen", "-l", "-f", str(tmp_path / "k.pub")],
+        capture_output=True,
+        text=True,
         check=True,
-    ).stdout  # fmt: skip
+    ).stdout
     assert printed.split()[1] == expected
 
 

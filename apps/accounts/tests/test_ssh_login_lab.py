@@ -28,11 +28,28 @@ def key_file(folder: Path, name: str, private: str) -> Path:
 def ssh_run(key: Path, login: dict, *command: str) -> subprocess.CompletedProcess:
     """ssh as the cluster page says, with a fresh known_hosts and none of ~/.ssh/config."""
     argv = [
-        "ssh", "-F", "/dev/null", "-i", str(key), "-o", "IdentitiesOnly=yes",
-        "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-        "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
-        "-p", str(login["port"]), f"{login['user']}@{login['address']}", *command,
-    ]  # fmt: skip
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-i",
+        str(key),
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=10",
+        "-o",
+        "LogLevel=ERROR",
+        "-p",
+        str(login["port"]),
+        f"{login['user']}@{login['address']}",
+        *command,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -34,9 +34,21 @@ class NodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Node
-        fields = ["id", "name", "state", "endpoint", "cores", "cores_free", "memory_mb",
-                  "memory_free_mb", "disks", "labels", "last_seen", "failed_checks",
-                  "credentials"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "state",
+            "endpoint",
+            "cores",
+            "cores_free",
+            "memory_mb",
+            "memory_free_mb",
+            "disks",
+            "labels",
+            "last_seen",
+            "failed_checks",
+            "credentials",
+        ]
 
     def get_cores_free(self, node: Node) -> int:
         return node.cores - node.used_cores
@@ -46,12 +58,14 @@ class NodeSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(CredentialsSerializer)
     def get_credentials(self, node: Node) -> dict:
-        facts = {"transport": node.transport, "files_present": None, "missing": [],
-                 "expires": None}  # fmt: skip
+        facts = {"transport": node.transport, "files_present": None, "missing": [], "expires": None}
         if node.transport == "tcp":
             status = tls_status(node.tls_dir)
-            facts |= {"files_present": status.complete, "missing": status.missing,
-                      "expires": status.expires}  # fmt: skip
+            facts |= {
+                "files_present": status.complete,
+                "missing": status.missing,
+                "expires": status.expires,
+            }
         return CredentialsSerializer(facts).data
 
     @extend_schema_field(serializers.DictField(child=DiskCountSerializer()))
@@ -78,16 +92,29 @@ class DiskSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Disk
-        fields = ["id", "node", "mount_path", "device", "kind", "capacity_bytes", "state",
-                  "holder", "keeps_data_of"]  # fmt: skip
+        fields = [
+            "id",
+            "node",
+            "mount_path",
+            "device",
+            "kind",
+            "capacity_bytes",
+            "state",
+            "holder",
+            "keeps_data_of",
+        ]
 
     @staticmethod
     def _describe(allocations: list) -> dict | None:
         if not allocations:
             return None
         instance = allocations[0].instance
-        return {"cluster": instance.cluster_id, "cluster_name": instance.cluster.name,
-                "owner": instance.cluster.owner.username, "instance": str(instance)}  # fmt: skip
+        return {
+            "cluster": instance.cluster_id,
+            "cluster_name": instance.cluster.name,
+            "owner": instance.cluster.owner.username,
+            "instance": str(instance),
+        }
 
     @extend_schema_field(HolderSerializer(allow_null=True))
     def get_holder(self, disk: Disk) -> dict | None:
@@ -118,9 +145,11 @@ class NameField(serializers.SlugRelatedField):
 
 class QuotaSerializer(serializers.ModelSerializer):
     user = NameField(
-        slug_field="username", queryset=get_user_model().objects.all(), allow_null=True,
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+        allow_null=True,
         required=False,
-    )  # fmt: skip
+    )
     group = NameField(
         slug_field="name", queryset=Group.objects.all(), allow_null=True, required=False
     )

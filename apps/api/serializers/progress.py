@@ -29,10 +29,11 @@ class EventPageSerializer(serializers.Serializer):
 
 class EventQuerySerializer(serializers.Serializer):
     since = serializers.RegexField(
-        r"^\d{1,18}$", required=False,
+        r"^\d{1,18}$",
+        required=False,
         help_text="a cursor from an earlier answer's `next`; without it, from the first event",
         error_messages={"invalid": "not a cursor: pass the `next` of an earlier answer"},
-    )  # fmt: skip
+    )
     limit = serializers.IntegerField(min_value=1, max_value=EVENTS_LIMIT_MAX, default=100)
 
 
@@ -41,17 +42,21 @@ class LogQuerySerializer(serializers.Serializer):
         required=False, help_text="an instance's hostname, e.g. worker-0; default the first"
     )
     tail = serializers.IntegerField(
-        min_value=1, max_value=logs.TAIL_MAX, default=logs.TAIL_DEFAULT,
+        min_value=1,
+        max_value=logs.TAIL_MAX,
+        default=logs.TAIL_DEFAULT,
         help_text="how many of the last lines",
-    )  # fmt: skip
+    )
     follow = serializers.BooleanField(
         default=False, help_text="keep the answer open and send lines as they come"
     )
     seconds = serializers.IntegerField(
-        min_value=1, max_value=logs.FOLLOW_SECONDS_MAX, default=logs.FOLLOW_SECONDS_DEFAULT,
+        min_value=1,
+        max_value=logs.FOLLOW_SECONDS_MAX,
+        default=logs.FOLLOW_SECONDS_DEFAULT,
         help_text="with follow: end the answer after this long (it also ends when the "
         "container stops)",
-    )  # fmt: skip
+    )
     timestamps = serializers.BooleanField(
         default=False, help_text="start each line with Docker's timestamp (a `since` cursor)"
     )

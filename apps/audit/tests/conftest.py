@@ -63,9 +63,13 @@ def as_admin(client, admin_user):
 
 
 def make_cluster(
-    owner, version: ProductVersion, state: str = "queued", name: str = "c",
-    lease_hours: float | None = None, **options,
-) -> Cluster:  # fmt: skip
+    owner,
+    version: ProductVersion,
+    state: str = "queued",
+    name: str = "c",
+    lease_hours: float | None = None,
+    **options,
+) -> Cluster:
     """A cluster launched through the services (its launch row written), then put in
     `state` as a worker would."""
     cluster = launch(owner, version, name, options, lease_hours)

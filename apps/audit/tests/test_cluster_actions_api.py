@@ -17,9 +17,11 @@ A = AuditEvent.Action
 
 def test_a_launch_records_who_what_and_from_where(alice, demo):
     response = bearer(alice).post(
-        "/api/v1/products/demo/1.0", {"size": 2, "disks": 1, "name": "audited", "lease": 5},
-        format="json", HTTP_X_REQUEST_ID="launch-req-0001",
-    )  # fmt: skip
+        "/api/v1/products/demo/1.0",
+        {"size": 2, "disks": 1, "name": "audited", "lease": 5},
+        format="json",
+        HTTP_X_REQUEST_ID="launch-req-0001",
+    )
     assert response.status_code == 202, response.content
     cluster = Cluster.objects.get(id=response.json()["id"])
 

@@ -19,8 +19,9 @@ A = AuditEvent.Action
 def test_a_cluster_launched_and_destroyed_on_the_lab_has_both_rows(dispatching, lab_cleanup, alice):
     load_catalog()
     api = bearer(alice)
-    launched = api.post("/api/v1/products/demo/1.0", {"size": 1, "disks": 1, "name": "lab-audit"},
-                        format="json")  # fmt: skip
+    launched = api.post(
+        "/api/v1/products/demo/1.0", {"size": 1, "disks": 1, "name": "lab-audit"}, format="json"
+    )
     assert launched.status_code == 202, launched.content
     cluster_id = launched.json()["id"]
     running = wait_for(cluster_id, Cluster.State.RUNNING, Cluster.State.FAILED, seconds=120)
@@ -44,8 +45,9 @@ def test_a_cluster_launched_and_destroyed_on_the_lab_has_both_rows(dispatching, 
 def test_the_reconciler_records_a_node_going_down_and_coming_back_as_the_system(
     lab_inventory, settings
 ):
-    silent = Node.objects.create(name="audit-silent", endpoint="unix:///nonexistent/docker.sock",
-                                 cores=4, memory_mb=4096)  # fmt: skip
+    silent = Node.objects.create(
+        name="audit-silent", endpoint="unix:///nonexistent/docker.sock", cores=4, memory_mb=4096
+    )
     back = lab_inventory[0]
     Node.objects.filter(id=back.id).update(state=Node.State.DOWN, down_by_health_check=True)
 
@@ -58,5 +60,6 @@ def test_the_reconciler_records_a_node_going_down_and_coming_back_as_the_system(
     assert down.detail["reason"].startswith("does not answer health checks")
     up = only_event(A.NODE_ACTIVATE, object_id=back.id)
     assert up.actor is None and up.detail == {
-        "previous": "down", "reason": "answers health checks again"
-    }  # fmt: skip
+        "previous": "down",
+        "reason": "answers health checks again",
+    }

@@ -30,8 +30,9 @@ URL = "/admin/audit/auditevent/"
 @pytest.fixture
 def auditor(client):
     """Staff with nothing but the view permission on the log."""
-    user = get_user_model().objects.create_user("auditor", password="auditor-pass-123",
-                                                is_staff=True)  # fmt: skip
+    user = get_user_model().objects.create_user(
+        "auditor", password="auditor-pass-123", is_staff=True
+    )
     user.user_permissions.add(Permission.objects.get(codename="view_auditevent"))
     client.force_login(user)
     return client
@@ -58,8 +59,7 @@ def test_staff_see_the_log_with_filters_search_and_dates(auditor, some_events):
 
 
 @pytest.mark.parametrize("persona", ["auditor", "superuser"])
-def test_nobody_adds_changes_or_deletes_events(client, auditor, admin_user, some_events,
-                                               persona):  # fmt: skip
+def test_nobody_adds_changes_or_deletes_events(client, auditor, admin_user, some_events, persona):
     if persona == "superuser":
         client.force_login(admin_user)
     event = some_events.first()

@@ -18,8 +18,11 @@ URL = "/admin/accounts/quota/"
 
 def form(quota_user, **limits) -> dict:
     """The quota admin form's fields, with `limits` set and every other limit empty."""
-    return {"user": quota_user.id if quota_user else "", "group": "",
-            **{name: limits.get(name, "") for name in LIMIT_FIELDS}}  # fmt: skip
+    return {
+        "user": quota_user.id if quota_user else "",
+        "group": "",
+        **{name: limits.get(name, "") for name in LIMIT_FIELDS},
+    }
 
 
 def test_the_admin_form_records_a_new_quota_with_its_limits(as_admin, admin_user, alice):
@@ -51,13 +54,19 @@ def test_the_admin_form_records_only_the_limits_that_changed(as_admin, admin_use
 def test_the_bulk_set_limits_action_records_each_quota(as_admin, admin_user, alice, bob):
     mine = Quota.objects.create(user=alice, max_cores=4)
     theirs = Quota.objects.create(user=bob, max_cores=100, max_disks=7)
-    bulk = {"action": "set_limits", "_selected_action": [mine.id, theirs.id], "apply": "1",
-            "max_disks": "7", "clear": ["max_cores"]}  # fmt: skip
+    bulk = {
+        "action": "set_limits",
+        "_selected_action": [mine.id, theirs.id],
+        "apply": "1",
+        "max_disks": "7",
+        "clear": ["max_cores"],
+    }
     response = as_admin.post(URL, bulk)
     assert response.status_code == 302
     assert only_event(A.QUOTA_CHANGE, object_id=mine.id).detail == {
-        "old": {"max_cores": 4, "max_disks": None}, "new": {"max_cores": None, "max_disks": 7}
-    }  # fmt: skip
+        "old": {"max_cores": 4, "max_disks": None},
+        "new": {"max_cores": None, "max_disks": 7},
+    }
     bobs = only_event(A.QUOTA_CHANGE, object_id=theirs.id)
     assert bobs.detail == {"old": {"max_cores": 100}, "new": {"max_cores": None}}
     assert (bobs.actor, bobs.client_address) == (admin_user, ADMIN_ADDRESS)
@@ -91,8 +100,12 @@ def test_the_quota_api_records_create_update_and_delete(admin_user, bob):
 def test_a_refused_quota_change_records_nothing(admin_user, alice, bob):
     both = bearer(admin_user).post("/api/v1/quotas", {"max_cores": 1}, format="json")
     assert both.status_code == 400  # names neither a user nor a group
-    assert bearer(bob).post("/api/v1/quotas", {"user": "bob", "max_cores": 99},
-                            format="json").status_code == 403  # fmt: skip
+    assert (
+        bearer(bob)
+        .post("/api/v1/quotas", {"user": "bob", "max_cores": 99}, format="json")
+        .status_code
+        == 403
+    )
     assert not AuditEvent.objects.filter(action=A.QUOTA_CHANGE).exists()
 
 

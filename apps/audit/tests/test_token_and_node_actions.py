@@ -88,9 +88,18 @@ def test_the_node_admin_actions_and_form_record_state_changes(as_admin, admin_us
     url = "/admin/inventory/node/"
     as_admin.post(url, {"action": "drain", "_selected_action": [node.id]})
     as_admin.post(url, {"action": "activate", "_selected_action": [node.id]})
-    form = {"name": node.name, "endpoint": node.endpoint, "tls_dir": "", "cores": node.cores,
-            "memory_mb": node.memory_mb, "state": "maintenance", "labels": "{}",
-            "disk_root": "", "network_parent": "", "failed_checks": 0}  # fmt: skip
+    form = {
+        "name": node.name,
+        "endpoint": node.endpoint,
+        "tls_dir": "",
+        "cores": node.cores,
+        "memory_mb": node.memory_mb,
+        "state": "maintenance",
+        "labels": "{}",
+        "disk_root": "",
+        "network_parent": "",
+        "failed_checks": 0,
+    }
     response = as_admin.post(f"{url}{node.id}/change/", form)
     assert response.status_code == 302, response.content.decode()[:3000]
     assert Node.objects.get(id=node.id).state == Node.State.MAINTENANCE

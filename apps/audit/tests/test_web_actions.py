@@ -19,8 +19,15 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 def test_the_launch_form_records_the_launch(as_alice, alice, demo):
     url = reverse("web:launch", args=["demo", "1.0"])
-    form = {"name": "from-web", "size": 1, "disks": 1, "cpu": 1, "mem": 64, "disk_kind": "hdd",
-            "message": "hi"}  # fmt: skip
+    form = {
+        "name": "from-web",
+        "size": 1,
+        "disks": 1,
+        "cpu": 1,
+        "mem": 64,
+        "disk_kind": "hdd",
+        "message": "hi",
+    }
     response = as_alice.post(url, form)
     assert response.status_code == 302, response.content.decode()[:2000]
     cluster = Cluster.objects.get(owner=alice, name="from-web")
@@ -32,8 +39,9 @@ def test_the_launch_form_records_the_launch(as_alice, alice, demo):
 def test_an_over_quota_launch_form_records_nothing(as_alice, alice, demo):
     Quota.objects.create(user=alice, max_clusters=0)
     url = reverse("web:launch", args=["demo", "1.0"])
-    response = as_alice.post(url, {"name": "too-many", "size": 1, "disks": 1, "cpu": 1,
-                                   "mem": 64, "disk_kind": "hdd"})  # fmt: skip
+    response = as_alice.post(
+        url, {"name": "too-many", "size": 1, "disks": 1, "cpu": 1, "mem": 64, "disk_kind": "hdd"}
+    )
     assert response.status_code == 400
     assert not AuditEvent.objects.filter(action=A.CLUSTER_LAUNCH).exists()
 
@@ -51,8 +59,13 @@ def test_htmx_cluster_actions_record_each_action_once(as_alice, alice, demo):
     assert act("destroy", keep_data="no").status_code == 302
     assert act("destroy", keep_data="no").status_code == 302  # a second click changes nothing
 
-    assert events_of(cluster) == [A.CLUSTER_LAUNCH, A.CLUSTER_STOP, A.CLUSTER_START,
-                                  A.CLUSTER_EXTEND, A.CLUSTER_DESTROY]  # fmt: skip
+    assert events_of(cluster) == [
+        A.CLUSTER_LAUNCH,
+        A.CLUSTER_STOP,
+        A.CLUSTER_START,
+        A.CLUSTER_EXTEND,
+        A.CLUSTER_DESTROY,
+    ]
     rows = AuditEvent.objects.filter(object_id=cluster.id).exclude(action=A.CLUSTER_LAUNCH)
     assert {(e.actor_id, e.client_address) for e in rows} == {(alice.id, USER_ADDRESS)}
     assert only_event(A.CLUSTER_DESTROY).detail == {"keep_data": False}
@@ -67,8 +80,9 @@ def test_a_refused_web_action_records_nothing(as_alice, alice, demo):
 
 
 def test_the_token_page_records_creating_and_revoking(as_alice, alice):
-    response = as_alice.post(reverse("tokens:list"), {"name": "laptop", "expires_in_days": 30,
-                                                      "read_only": "on"})  # fmt: skip
+    response = as_alice.post(
+        reverse("tokens:list"), {"name": "laptop", "expires_in_days": 30, "read_only": "on"}
+    )
     assert response.status_code == 200
     token = ApiToken.objects.get(user=alice, name="laptop")
     secret = response.context["issued"].secret
@@ -93,8 +107,9 @@ def test_the_admins_force_destroy_records_each_cluster(as_admin, admin_user, ali
 
     assert only_event(A.CLUSTER_DESTROY, object_id=running.id).detail == {"keep_data": False}
     assert only_event(A.CLUSTER_DESTROY, object_id=queued.id).detail == {
-        "keep_data": False, "cancelled": True
-    }  # fmt: skip
+        "keep_data": False,
+        "cancelled": True,
+    }
     assert events_of(done) == [A.CLUSTER_LAUNCH]  # already destroyed: nothing happened
     rows = AuditEvent.objects.filter(action=A.CLUSTER_DESTROY)
     assert {(r.actor_id, r.client_address) for r in rows} == {(admin_user.id, ADMIN_ADDRESS)}

@@ -17,8 +17,9 @@ def portal_client(settings, tmp_path):
 
 
 def tls_node(name: str, tls_dir: str) -> Node:
-    return Node.objects.create(name=name, endpoint="tcp://10.0.0.5:2376", tls_dir=tls_dir,
-                               cores=4, memory_mb=4096)  # fmt: skip
+    return Node.objects.create(
+        name=name, endpoint="tcp://10.0.0.5:2376", tls_dir=tls_dir, cores=4, memory_mb=4096
+    )
 
 
 def by_node(name: str) -> doctor.Finding:

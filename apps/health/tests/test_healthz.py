@@ -32,13 +32,21 @@ def probed(server: socket.socket) -> bool:
 def nodes(db, listening):
     port = listening.getsockname()[1]
     healthy = Node.objects.create(
-        name="good", endpoint=f"tcp://127.0.0.1:{port}", cores=1, memory_mb=1024,
+        name="good",
+        endpoint=f"tcp://127.0.0.1:{port}",
+        cores=1,
+        memory_mb=1024,
         last_seen=timezone.now(),
-    )  # fmt: skip
+    )
     dead = Node.objects.create(
-        name="dead", endpoint=f"tcp://127.0.0.1:{port}", cores=1, memory_mb=1024,
-        state=Node.State.DOWN, failed_checks=3, last_seen=timezone.now() - timedelta(hours=1),
-    )  # fmt: skip
+        name="dead",
+        endpoint=f"tcp://127.0.0.1:{port}",
+        cores=1,
+        memory_mb=1024,
+        state=Node.State.DOWN,
+        failed_checks=3,
+        last_seen=timezone.now() - timedelta(hours=1),
+    )
     return healthy, dead
 
 

@@ -44,9 +44,16 @@ def test_a_lab_node_registers_under_another_name_with_what_docker_info_says(lab_
     lab = tls_node(lab_inventory)
     info = engine.connect(lab.endpoint, lab.tls_dir).info()
     output = add_node(
-        "copy-1", "--endpoint", lab.endpoint, "--tls-dir", lab.tls_dir,
-        "--disk-root", lab.disk_root, "--network-parent", lab.network_parent,
-    )  # fmt: skip
+        "copy-1",
+        "--endpoint",
+        lab.endpoint,
+        "--tls-dir",
+        lab.tls_dir,
+        "--disk-root",
+        lab.disk_root,
+        "--network-parent",
+        lab.network_parent,
+    )
     node = Node.objects.get(name="copy-1")
     assert (node.endpoint, node.tls_dir) == (lab.endpoint, lab.tls_dir)
     assert (node.disk_root, node.network_parent) == (lab.disk_root, lab.network_parent)
@@ -62,8 +69,19 @@ def test_a_lab_node_registers_under_another_name_with_what_docker_info_says(lab_
 
 def test_given_cores_memory_and_state_win_over_docker_info(lab_inventory):
     lab = tls_node(lab_inventory)
-    add_node("copy-2", "--endpoint", lab.endpoint, "--tls-dir", lab.tls_dir, "--cores", "1",
-             "--memory-mb", "512", "--state", "active")  # fmt: skip
+    add_node(
+        "copy-2",
+        "--endpoint",
+        lab.endpoint,
+        "--tls-dir",
+        lab.tls_dir,
+        "--cores",
+        "1",
+        "--memory-mb",
+        "512",
+        "--state",
+        "active",
+    )
     node = Node.objects.get(name="copy-2")
     assert (node.cores, node.memory_mb, node.state) == (1, 512, Node.State.ACTIVE)
 
@@ -83,39 +101,60 @@ def assert_refused(match: str, *args: str) -> None:
 
 def test_a_name_already_taken_is_refused_before_connecting(lab_inventory):
     lab = tls_node(lab_inventory)
-    assert_refused("already registered", lab.name, "--endpoint", "tcp://127.0.0.1:1",
-                   "--tls-dir", lab.tls_dir)  # fmt: skip
+    assert_refused(
+        "already registered", lab.name, "--endpoint", "tcp://127.0.0.1:1", "--tls-dir", lab.tls_dir
+    )
 
 
 def test_nothing_listening_is_named(lab_inventory):
     lab = tls_node(lab_inventory)
     endpoint = f"tcp://127.0.0.1:{closed_port()}"
-    assert_refused("nothing listens on 127.0.0.1", "x", "--endpoint", endpoint,
-                   "--tls-dir", lab.tls_dir)  # fmt: skip
+    assert_refused(
+        "nothing listens on 127.0.0.1", "x", "--endpoint", endpoint, "--tls-dir", lab.tls_dir
+    )
 
 
 def test_a_tcp_endpoint_without_tls_dir_is_refused(lab_inventory):
-    assert_refused("mutual TLS only; give --tls-dir", "x", "--endpoint",
-                   tls_node(lab_inventory).endpoint)  # fmt: skip
+    assert_refused(
+        "mutual TLS only; give --tls-dir", "x", "--endpoint", tls_node(lab_inventory).endpoint
+    )
 
 
 def test_a_tls_dir_with_missing_files_is_named(lab_inventory, tmp_path):
     shutil.copytree(tls_node(lab_inventory).tls_dir, tmp_path / "tls")
     (tmp_path / "tls" / "key.pem").unlink()
-    assert_refused("lacks key.pem", "x", "--endpoint", tls_node(lab_inventory).endpoint,
-                   "--tls-dir", str(tmp_path / "tls"))  # fmt: skip
+    assert_refused(
+        "lacks key.pem",
+        "x",
+        "--endpoint",
+        tls_node(lab_inventory).endpoint,
+        "--tls-dir",
+        str(tmp_path / "tls"),
+    )
 
 
 def test_a_node_certificate_from_another_ca_fails_verification(lab_inventory, rogue_ca):
-    assert_refused("not signed by the CA in", "x", "--endpoint",
-                   tls_node(lab_inventory).endpoint, "--tls-dir", str(rogue_ca))  # fmt: skip
+    assert_refused(
+        "not signed by the CA in",
+        "x",
+        "--endpoint",
+        tls_node(lab_inventory).endpoint,
+        "--tls-dir",
+        str(rogue_ca),
+    )
 
 
 def test_a_client_certificate_the_node_does_not_trust_is_named(lab_inventory, rogue_ca):
     lab = tls_node(lab_inventory)
     shutil.copy(f"{lab.tls_dir}/ca.pem", rogue_ca / "ca.pem")  # the node is trusted, we are not
-    assert_refused("node refused our client certificate", "x", "--endpoint", lab.endpoint,
-                   "--tls-dir", str(rogue_ca))  # fmt: skip
+    assert_refused(
+        "node refused our client certificate",
+        "x",
+        "--endpoint",
+        lab.endpoint,
+        "--tls-dir",
+        str(rogue_ca),
+    )
 
 
 def test_an_ssh_login_that_fails_says_what_ssh_said(lab_inventory):

@@ -83,8 +83,12 @@ def test_the_api_shows_whether_credentials_are_present_never_the_key_or_its_fold
         f"{pki.tls_status(tls_nodes[0].tls_dir).expires:%Y-%m-%d}"
     )
     ssh = next(n for n in api.get("/api/v1/nodes").json()["results"] if n["name"] == "lab-ssh")
-    assert ssh["credentials"] == {"transport": "ssh", "files_present": None, "missing": [],
-                                  "expires": None}  # fmt: skip
+    assert ssh["credentials"] == {
+        "transport": "ssh",
+        "files_present": None,
+        "missing": [],
+        "expires": None,
+    }
 
 
 def test_a_failing_tls_connection_logs_no_key_material(caplog, tls_nodes, lab_key, rogue):
@@ -119,11 +123,27 @@ def test_a_damaged_key_file_is_named_not_quoted(caplog, tls_nodes, tmp_path):
 def test_add_node_output_has_no_key_material(tls_nodes, lab_key, rogue):
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError) as raised:
-        call_command("add_node", "x", "--endpoint", tls_nodes[0].endpoint, "--tls-dir",
-                     str(rogue), stdout=out, stderr=err)  # fmt: skip
+        call_command(
+            "add_node",
+            "x",
+            "--endpoint",
+            tls_nodes[0].endpoint,
+            "--tls-dir",
+            str(rogue),
+            stdout=out,
+            stderr=err,
+        )
     said = out.getvalue() + err.getvalue() + str(raised.value)
     assert not leaked(said, lab_key, rogue / "key.pem")
-    call_command("add_node", "y", "--endpoint", tls_nodes[0].endpoint, "--tls-dir",
-                 tls_nodes[0].tls_dir, stdout=out, stderr=err)  # fmt: skip
+    call_command(
+        "add_node",
+        "y",
+        "--endpoint",
+        tls_nodes[0].endpoint,
+        "--tls-dir",
+        tls_nodes[0].tls_dir,
+        stdout=out,
+        stderr=err,
+    )
     assert "registered node y" in out.getvalue()
     assert not leaked(out.getvalue() + err.getvalue(), lab_key)

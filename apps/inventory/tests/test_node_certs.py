@@ -118,10 +118,16 @@ def test_node_certs_prints_daemon_json_the_override_and_how_to_register(pki_dir)
 
 def test_node_certs_points_a_node_in_maintenance_at_the_portal_client(pki_dir):
     add = Node.objects.create
-    add(name="setting-up", endpoint="tcp://10.0.0.8:2376", cores=4, memory_mb=4096,
-        state=Node.State.MAINTENANCE)  # fmt: skip
-    in_use = add(name="in-use", endpoint="tcp://10.0.0.9:2376", tls_dir="/old/tls", cores=4,
-                 memory_mb=4096)  # fmt: skip
+    add(
+        name="setting-up",
+        endpoint="tcp://10.0.0.8:2376",
+        cores=4,
+        memory_mb=4096,
+        state=Node.State.MAINTENANCE,
+    )
+    in_use = add(
+        name="in-use", endpoint="tcp://10.0.0.9:2376", tls_dir="/old/tls", cores=4, memory_mb=4096
+    )
     node_certs("setting-up", "--address", "10.0.0.8")
     output = node_certs("in-use", "--address", "10.0.0.9")
     assert Node.objects.get(name="setting-up").tls_dir == str(pki_dir / "client")
@@ -131,8 +137,11 @@ def test_node_certs_points_a_node_in_maintenance_at_the_portal_client(pki_dir):
 
 def test_node_certs_never_prints_a_private_key(pki_dir, tmp_path):
     output = node_certs("node-1", "--address", "10.0.0.7", "--out", str(tmp_path / "out"))
-    for key in (tmp_path / "out" / "server-key.pem", pki_dir / "client" / "key.pem",
-                pki_dir / "ca" / "ca-key.pem"):  # fmt: skip
+    for key in (
+        tmp_path / "out" / "server-key.pem",
+        pki_dir / "client" / "key.pem",
+        pki_dir / "ca" / "ca-key.pem",
+    ):
         assert not [line for line in key_lines(key) if line in output]
     assert "PRIVATE KEY" not in output
 

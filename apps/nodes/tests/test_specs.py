@@ -44,19 +44,38 @@ def test_unreachable_nodes_and_server_errors_are_transient_client_errors_are_not
 # Host config that would share the host's namespaces, devices or ports, or mount more than the
 # binds: a container gets none of it.
 HOST_ACCESS_KEYS = (
-    "PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode", "Devices", "DeviceRequests",
-    "PortBindings", "Mounts", "VolumesFrom", "Sysctls",
-)  # fmt: skip
+    "PidMode",
+    "IpcMode",
+    "UTSMode",
+    "UsernsMode",
+    "CgroupnsMode",
+    "Devices",
+    "DeviceRequests",
+    "PortBindings",
+    "Mounts",
+    "VolumesFrom",
+    "Sysctls",
+)
 
 
 def plan(**changes) -> ContainerSpec:
     values = dict(
-        instance_id=7, node=None, name="site-c3-worker-0", image="img:1", hostname="worker-0",
-        address="10.0.0.5", network="platter-seg-3", command=["run"], environment={"A": "1"},
-        labels={"platter.site": "site", "platter.instance": "7"}, cores=2, memory_mb=512,
-        binds=["/disks/d1/site/cluster-3:/data/1:rw"], capabilities=["CHOWN"],
+        instance_id=7,
+        node=None,
+        name="site-c3-worker-0",
+        image="img:1",
+        hostname="worker-0",
+        address="10.0.0.5",
+        network="platter-seg-3",
+        command=["run"],
+        environment={"A": "1"},
+        labels={"platter.site": "site", "platter.instance": "7"},
+        cores=2,
+        memory_mb=512,
+        binds=["/disks/d1/site/cluster-3:/data/1:rw"],
+        capabilities=["CHOWN"],
         extra_hosts={"worker-0": "10.0.0.5", "master-0": "10.0.0.4"},
-    )  # fmt: skip
+    )
     return ContainerSpec(**{**values, **changes})
 
 

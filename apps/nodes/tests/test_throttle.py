@@ -32,10 +32,14 @@ def test_a_capped_lab_disk_is_throttled_in_the_containers_blkio_cgroup(lab_inven
     disk.write_bps = 8 * 1024 * 1024
     client = engine.cached(node)
     container = client.containers.run(
-        settings.LAB_IMAGE, ["sleep", "30"], name=f"throttle-{uuid.uuid4().hex[:8]}",
-        volumes={disk.mount_path: {"bind": "/data/1", "mode": "rw"}}, network_mode="none",
-        detach=True, **throttle_options([disk]),
-    )  # fmt: skip
+        settings.LAB_IMAGE,
+        ["sleep", "30"],
+        name=f"throttle-{uuid.uuid4().hex[:8]}",
+        volumes={disk.mount_path: {"bind": "/data/1", "mode": "rw"}},
+        network_mode="none",
+        detach=True,
+        **throttle_options([disk]),
+    )
     try:
         rdev = os.stat(disk.device).st_rdev
         expected = f"{os.major(rdev)}:{os.minor(rdev)} {disk.write_bps}"

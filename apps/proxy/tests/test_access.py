@@ -13,13 +13,25 @@ pytestmark = pytest.mark.django_db
 def test_web_uis_lists_every_declared_ui_of_the_placed_members(alice):
     cluster = cluster_on(alice, 8080, 4040)
     assert access.web_uis(cluster) == [
-        {"name": "Master UI", "hostname": "master-0", "port": 8080,
-         "url": f"/clusters/{cluster.id}/ui/master-0/8080/"},
-        {"name": "App UI", "hostname": "master-0", "port": 4040,
-         "url": f"/clusters/{cluster.id}/ui/master-0/4040/"},
-        {"name": "Worker UI", "hostname": "worker-0", "port": 8081,
-         "url": f"/clusters/{cluster.id}/ui/worker-0/8081/"},
-    ]  # fmt: skip
+        {
+            "name": "Master UI",
+            "hostname": "master-0",
+            "port": 8080,
+            "url": f"/clusters/{cluster.id}/ui/master-0/8080/",
+        },
+        {
+            "name": "App UI",
+            "hostname": "master-0",
+            "port": 4040,
+            "url": f"/clusters/{cluster.id}/ui/master-0/4040/",
+        },
+        {
+            "name": "Worker UI",
+            "hostname": "worker-0",
+            "port": 8081,
+            "url": f"/clusters/{cluster.id}/ui/worker-0/8081/",
+        },
+    ]
     cluster.instances.update(active=False)
     assert access.web_uis(cluster) == []
 

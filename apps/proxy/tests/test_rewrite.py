@@ -64,8 +64,12 @@ def test_it_streams_a_long_page_instead_of_holding_it():
     ],
 )
 def test_it_keeps_redirects_inside_the_cluster(location, expected):
-    members = {"10.213.0.5": "master-0", "master-0": "master-0",
-               "10.213.0.6": "worker-0", "worker-0": "worker-0"}  # fmt: skip
+    members = {
+        "10.213.0.5": "master-0",
+        "master-0": "master-0",
+        "10.213.0.6": "worker-0",
+        "worker-0": "worker-0",
+    }
     assert rewrite_location(location, PREFIX, ROOT, members) == expected
 
 

@@ -93,8 +93,14 @@ def test_it_answers_404_once_the_instances_are_released(client, alice, cluster, 
 def test_it_passes_method_path_query_and_body(client, alice, ui):
     client.force_login(alice)
     origin = "http://testserver"
-    got = echo(client.post(f"{ui}/submit/a%20b?x=1&y=%2F", "k=v", HTTP_ORIGIN=origin,
-                           content_type="application/x-www-form-urlencoded"))  # fmt: skip
+    got = echo(
+        client.post(
+            f"{ui}/submit/a%20b?x=1&y=%2F",
+            "k=v",
+            HTTP_ORIGIN=origin,
+            content_type="application/x-www-form-urlencoded",
+        )
+    )
     assert got["method"] == "POST"
     assert got["path"] == "/submit/a%20b?x=1&y=%2F"
     assert got["body"] == "k=v"
@@ -104,8 +110,15 @@ def test_it_passes_method_path_query_and_body(client, alice, ui):
 def test_it_keeps_the_portals_cookies_and_credentials_to_itself(client, alice, ui):
     client.force_login(alice)
     client.cookies["csrftoken"] = "secret-csrf"
-    got = echo(client.get(f"{ui}/echo", HTTP_AUTHORIZATION="Bearer tok", HTTP_X_CSRFTOKEN="t",
-                          HTTP_ACCEPT="text/html", HTTP_X_FORWARDED_FOR="1.2.3.4"))  # fmt: skip
+    got = echo(
+        client.get(
+            f"{ui}/echo",
+            HTTP_AUTHORIZATION="Bearer tok",
+            HTTP_X_CSRFTOKEN="t",
+            HTTP_ACCEPT="text/html",
+            HTTP_X_FORWARDED_FOR="1.2.3.4",
+        )
+    )
     headers = got["headers"]
     assert "cookie" not in headers
     assert "authorization" not in headers

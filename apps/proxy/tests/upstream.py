@@ -58,14 +58,19 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(3)
             self._send(200, b"late", "text/plain")
         elif path == "/policy":
-            self._send(200, b"<p>x</p>", "text/html", {
-                "Content-Security-Policy": "script-src 'nonce-abc'; report-uri http://10.9.9.9/r",
-                "Access-Control-Allow-Origin": "*",
-                "Strict-Transport-Security": "max-age=1",
-                "X-Custom": "kept",
-                "Connection": "close, X-Hop",
-                "X-Hop": "dropped",
-            })  # fmt: skip
+            self._send(
+                200,
+                b"<p>x</p>",
+                "text/html",
+                {
+                    "Content-Security-Policy": "script-src 'nonce-abc'; report-uri http://10.9.9.9/r",
+                    "Access-Control-Allow-Origin": "*",
+                    "Strict-Transport-Security": "max-age=1",
+                    "X-Custom": "kept",
+                    "Connection": "close, X-Hop",
+                    "X-Hop": "dropped",
+                },
+            )
         else:
             self._echo()
 
@@ -127,8 +132,16 @@ def cluster_on(owner, port: int, closed_port: int) -> Cluster:
     network, node = make_network(), make_node()
     for role, ip in (("master", "127.0.0.1"), ("worker", "127.0.0.2")):
         Instance.objects.create(
-            cluster=cluster, role=role, index=0, hostname=f"{role}-0", cores=1, memory_mb=64,
-            disks=0, node=node, address=Address.objects.create(network=network, ip=ip),
-            active=True, state="running",
-        )  # fmt: skip
+            cluster=cluster,
+            role=role,
+            index=0,
+            hostname=f"{role}-0",
+            cores=1,
+            memory_mb=64,
+            disks=0,
+            node=node,
+            address=Address.objects.create(network=network, ip=ip),
+            active=True,
+            state="running",
+        )
     return cluster

@@ -26,10 +26,15 @@ def test_the_admin_issues_a_token_and_shows_it_once(client, admin_user, alice):
     client.force_login(admin_user)
     response = client.post(
         "/admin/tokens/apitoken/add/",
-        {"user": alice.id, "name": "from-admin", "read_only": "on", "expires_at_0": "",
-         "expires_at_1": ""},
+        {
+            "user": alice.id,
+            "name": "from-admin",
+            "read_only": "on",
+            "expires_at_0": "",
+            "expires_at_1": "",
+        },
         follow=True,
-    )  # fmt: skip
+    )
     assert response.status_code == 200
     shown = re.search(r"plt_[0-9a-f]{8}_[A-Za-z0-9_-]{43}", response.content.decode())
     assert shown, "the new token is shown in the admin's message"
@@ -40,8 +45,10 @@ def test_the_admin_issues_a_token_and_shows_it_once(client, admin_user, alice):
 def test_the_admin_revokes_with_an_action(client, admin_user, alice):
     issued = issue_token(alice, "laptop")
     client.force_login(admin_user)
-    client.post("/admin/tokens/apitoken/",
-                {"action": "revoke_tokens", "_selected_action": [issued.token.id]})  # fmt: skip
+    client.post(
+        "/admin/tokens/apitoken/",
+        {"action": "revoke_tokens", "_selected_action": [issued.token.id]},
+    )
     assert ApiToken.objects.get(id=issued.token.id).is_revoked
 
 

@@ -27,9 +27,10 @@ class Command(BaseCommand):
             "--tls-dir", default="", help="folder with ca.pem, cert.pem, key.pem (tcp:// only)"
         )
         parser.add_argument(
-            "--disk-root", default=DEFAULT_DISK_ROOT,
+            "--disk-root",
+            default=DEFAULT_DISK_ROOT,
             help=f"where the node mounts its data disks (default {DEFAULT_DISK_ROOT})",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--network-parent", default="", help="host interface the cluster network hangs off"
         )
@@ -38,10 +39,11 @@ class Command(BaseCommand):
             "--memory-mb", type=int, help="memory to offer (default: all the node has)"
         )
         parser.add_argument(
-            "--state", choices=[Node.State.MAINTENANCE, Node.State.ACTIVE],
+            "--state",
+            choices=[Node.State.MAINTENANCE, Node.State.ACTIVE],
             default=Node.State.MAINTENANCE,
             help="maintenance (default: until disks are discovered and measured) or active",
-        )  # fmt: skip
+        )
 
     def handle(self, *args, name: str, endpoint: str, tls_dir: str, **options) -> None:
         from apps.nodes.probe import ProbeError, probe
@@ -58,12 +60,16 @@ class Command(BaseCommand):
         )
         try:
             node = register_node(
-                name, endpoint, tls_dir=tls_dir if endpoint.startswith("tcp://") else "",
+                name,
+                endpoint,
+                tls_dir=tls_dir if endpoint.startswith("tcp://") else "",
                 cores=options["cores"] or facts.cores,
                 memory_mb=options["memory_mb"] or facts.memory_mb,
-                disk_root=options["disk_root"], network_parent=options["network_parent"],
-                state=options["state"], labels={"arch": facts.architecture},
-            )  # fmt: skip
+                disk_root=options["disk_root"],
+                network_parent=options["network_parent"],
+                state=options["state"],
+                labels={"arch": facts.architecture},
+            )
         except RegistrationError as error:
             raise CommandError(f"{name}: {error}") from None
         self.stdout.write(self.style.SUCCESS(f"registered node {node.name} ({node.state})"))

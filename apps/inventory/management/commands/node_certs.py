@@ -65,9 +65,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("node", help="node name")
         parser.add_argument(
-            "--address", action="append", required=True, dest="addresses",
+            "--address",
+            action="append",
+            required=True,
+            dest="addresses",
             help="an IP address or DNS name the portal reaches the node by (repeat for more)",
-        )  # fmt: skip
+        )
         parser.add_argument(
             "--out", help="folder for the node's files (default PKI_DIR/nodes/NODE)"
         )
@@ -78,13 +81,19 @@ class Command(BaseCommand):
         client_dir = pki.portal_client_dir()
         self.stdout.write(
             INSTRUCTIONS.format(
-                node=node, addresses=", ".join(addresses), first=addresses[0],
+                node=node,
+                addresses=", ".join(addresses),
+                first=addresses[0],
                 listing="\n".join(f"  {out_folder / name}" for name in pki.NODE_FILES),
                 files=" ".join(str(out_folder / name) for name in pki.NODE_FILES),
-                out=out_folder, dir=NODE_TLS_DIR, daemon_json=daemon_json(),
-                override=SYSTEMD_OVERRIDE, port=DOCKER_TLS_PORT, client_dir=client_dir,
+                out=out_folder,
+                dir=NODE_TLS_DIR,
+                daemon_json=daemon_json(),
+                override=SYSTEMD_OVERRIDE,
+                port=DOCKER_TLS_PORT,
+                client_dir=client_dir,
             )
-        )  # fmt: skip
+        )
         self._point_node_at(node, f"tcp://{addresses[0]}:{DOCKER_TLS_PORT}", client_dir)
 
     def _point_node_at(self, name: str, endpoint: str, client_dir: Path) -> None:

@@ -21,9 +21,12 @@ class Command(BaseCommand):
             raise CommandError(f"no user {options['user']!r}") from exc
         try:
             issued = issue_token(  # a command line: audited as the system (no actor)
-                user, options["name"], options["expires_in"], read_only=options["read_only"],
+                user,
+                options["name"],
+                options["expires_in"],
+                read_only=options["read_only"],
                 actor=None,
-            )  # fmt: skip
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         # Only the token on stdout, so scripts can do TOKEN=$(manage.py issue_token demo).
