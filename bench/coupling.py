@@ -163,6 +163,9 @@ def main() -> None:
     parser.add_argument("--runtime", type=int, default=3, help="seconds per fio phase")
     parser.add_argument("--repeat", type=int, default=3, help="container/host alternations")
     args = parser.parse_args()
+    import plotting  # bench/ is on the path: the script's own folder
+
+    plotting.require()  # before minutes of measuring, not after them
 
     node = next((n for n in lab_nodes() if n.name == args.node or (not args.node and up(n))), None)
     if node is None:
@@ -239,10 +242,9 @@ def report(results, overhead, args, node: str) -> None:
 
 
 def plot(results, cap_mb: int, path: Path) -> None:
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(PHASES), figsize=(12, 3.5))
     for ax, (phase, _, unit) in zip(axes, PHASES, strict=True):

@@ -394,10 +394,9 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
 
 
 def plot(recorder: Recorder, path: Path) -> None:
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [row for row in latency_rows(recorder) if row[0] != "all"]
     fig, (latency, rate) = plt.subplots(1, 2, figsize=(11, 4))
@@ -447,6 +446,9 @@ def main() -> None:
     parser.add_argument("--url", help="drive this running portal instead of an own stack")
     parser.add_argument("--token-file", type=Path, help="with --url: one token per line")
     args = parser.parse_args()
+    import plotting  # bench/ is on the path: the script's own folder
+
+    plotting.require()  # before minutes of measuring, not after them
     if bool(args.url) != bool(args.token_file):
         parser.error("--url and --token-file go together")
 

@@ -393,6 +393,9 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=160, help="4x8 reservations per run")
     parser.add_argument("--claims", type=int, default=400, help="1x1 reservations per run")
     args = parser.parse_args()
+    import plotting  # bench/ is on the path: the script's own folder
+
+    plotting.require()  # before minutes of measuring, not after them
 
     with bench_database():
         bench(args)
@@ -526,10 +529,9 @@ OUT = ROOT / "bench" / "out"
 def plot(results: list, path: Path) -> None:
     """Latency percentiles (left) and throughput as a share of both raw baselines (right),
     one group of bars per inventory size, shape and client count."""
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     labels = [  # "4 inst x 8 disks" -> "4x8"
         f"{size // 1000}k nodes\n{name.split()[0]}x{name.split()[3]}, {clients} cli"

@@ -510,6 +510,9 @@ def main() -> None:
     parser.add_argument("--layouts", default="1,2,4", help="couplings to run")
     parser.add_argument("--workers", type=int, default=4, help="Hadoop workers (even)")
     args = parser.parse_args()
+    import plotting  # bench/ is on the path: the script's own folder
+
+    plotting.require()  # before minutes of measuring, not after them
     try:
         layouts = parse_layouts(args.layouts, args.workers)
     except ValueError as error:
@@ -596,10 +599,9 @@ def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
 
 
 def plot(rows: list[Row], args, path: Path) -> None:
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     x = range(len(rows))
     names = ["c=1\n(Platter)" if r.coupling == 1 else f"c={r.coupling}" for r in rows]

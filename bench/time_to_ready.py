@@ -204,6 +204,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--products", default="", help="e.g. spark,hadoop: real products")
     args = parser.parse_args()
+    import plotting  # bench/ is on the path: the script's own folder
+
+    plotting.require()  # before minutes of measuring, not after them
 
     admin_db = settings.DATABASES["default"]["NAME"]
     redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + BENCH_REDIS_DB
@@ -295,10 +298,9 @@ def p95(values: list[float]) -> float:
 
 
 def plot(rows, path: Path) -> None:
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     sizes = [str(r[0]) for r in rows]
     x = range(len(rows))

@@ -152,10 +152,9 @@ def bench_products(user, products: list[str], repeat: int, out: Path) -> None:
 
 
 def plot(rows, path: Path) -> None:
-    import matplotlib
+    from plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     x = range(len(rows))
     fig, ax = plt.subplots(figsize=(6, 4))
