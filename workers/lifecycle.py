@@ -56,7 +56,11 @@ def launch(cluster_id: int) -> str:
     placing or configuring → running. Returns the state the cluster is left in."""
     started = time.monotonic()
     for step in range(4):
-        cluster = Cluster.objects.select_related("version").filter(id=cluster_id).first()
+        cluster = (
+            Cluster.objects.select_related("version__product", "revision")
+            .filter(id=cluster_id)
+            .first()
+        )
         if cluster is None:
             return "gone"
         if cluster.state == S.QUEUED:
@@ -272,7 +276,7 @@ def stop(cluster_id: int) -> str:
 def start(cluster_id: int) -> str:
     """configuring (asked by request_start) → running: the same containers started again
     (re-created if a node lost them), on the same nodes and disks."""
-    cluster = Cluster.objects.select_related("version").get(id=cluster_id)
+    cluster = Cluster.objects.select_related("version__product", "revision").get(id=cluster_id)
     if cluster.state != S.CONFIGURING:
         return cluster.state
     specs = plans.plans_for(cluster)

@@ -1,5 +1,6 @@
 """The catalog: products users can launch and the versions of each."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -57,3 +58,36 @@ class ProductVersion(models.Model):
         from .options import validate_definition
 
         validate_definition(self)
+
+
+class ProductRevision(models.Model):
+    """A frozen copy of a version's definition (apps/catalog/revisions.py makes them).
+
+    The version stays the editable head; a cluster keeps the revision it launched with, so an
+    admin's later edit never changes a cluster at its next start. Never updated: an edit makes
+    the next revision, and one a cluster uses cannot be deleted."""
+
+    version = models.ForeignKey(ProductVersion, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    # {"image", "roles", "options_schema", "disk_kind", "ports", "environment", "configure",
+    # "capabilities"}: the version's fields when the revision was made.
+    definition = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+    # Who saved the edit; empty for revisions recorded by a launch or a catalog load.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["version", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "number"], name="catalog_unique_revision"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} r{self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValueError(f"{self} is immutable: edit the version to make a new revision")
+        super().save(*args, **kwargs)

@@ -56,7 +56,7 @@ def ssh_port(version) -> dict | None:
 
 def ssh_instance(cluster: Cluster) -> Instance | None:
     """The active instance that runs sshd: the first of the ssh port's role."""
-    port = ssh_port(cluster.version)
+    port = ssh_port(cluster.definition)
     if port is None:
         return None
     return (
@@ -70,11 +70,11 @@ def ssh_instance(cluster: Cluster) -> Instance | None:
 def ssh_login(cluster: Cluster) -> dict | None:
     """{"command": "ssh …", "user", "address", "port", "hostname"} or None (no sshd in this
     product, or no instance placed)."""
-    port = ssh_port(cluster.version)
+    port = ssh_port(cluster.definition)
     instance = ssh_instance(cluster) if port else None
     if instance is None or instance.address is None:
         return None
-    role = next((r for r in cluster.version.roles if r.get("name") == port["role"]), {})
+    role = next((r for r in cluster.definition.roles if r.get("name") == port["role"]), {})
     user = role.get("user") or "root"
     address = instance.address.ip
     target = f"{user}@{address}" if port["port"] == 22 else f"-p {port['port']} {user}@{address}"

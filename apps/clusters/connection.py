@@ -63,7 +63,7 @@ class Connection:
 def endpoints(cluster: Cluster) -> list[dict]:
     """Each published port of the version at the address of every instance of its role."""
     found = []
-    for port in cluster.version.ports or []:
+    for port in cluster.definition.ports or []:
         for instance in cluster.instances.all():
             if instance.role != port.get("role"):
                 continue
@@ -112,7 +112,7 @@ def connection_strings(cluster: Cluster, found) -> list[ConnectionString]:
         return []
     base = _cluster_context(cluster, instances, found)
     strings = []
-    for port in cluster.version.ports or []:
+    for port in cluster.definition.ports or []:
         role = port.get("role", "")
         members = [i for i in instances if i.role == role]
         context = {**base, **_port_context(cluster, port["port"], instances)}
@@ -146,7 +146,7 @@ def render(template: str, context: dict[str, str]) -> str:
 
 def _cluster_context(cluster: Cluster, instances: list[Instance], found) -> dict[str, str]:
     try:
-        options = resolve(cluster.version, cluster.options).options
+        options = resolve(cluster.definition, cluster.options).options
     except OptionsError:  # a version edited since the launch: show what the cluster asked
         options = dict(cluster.options or {})
     context = {name: templating.option_text(value) for name, value in options.items()}
@@ -164,7 +164,7 @@ def _port_context(cluster: Cluster, port: int, instances: list[Instance]) -> dic
         "addresses": ",".join(i.address.ip for i in instances),
         "endpoints": ",".join(f"{i.address.ip}:{port}" for i in instances),
     }
-    for role in [r.get("name", "") for r in cluster.version.roles or []]:
+    for role in [r.get("name", "") for r in cluster.definition.roles or []]:
         ips = [i.address.ip for i in instances if i.role == role]
         context[f"{role}_address"] = ips[0] if ips else ""
         context[f"{role}_addresses"] = ",".join(ips)

@@ -36,7 +36,7 @@ def cluster_spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSp
             InstanceSpec(i.role, i.index, i.cores, i.memory_mb, i.disks, i.disk_kind, i.image)
             for i in instances
         ],
-        options=resolve(cluster.version, cluster.options).options,
+        options=resolve(cluster.definition, cluster.options).options,
     )
     return spec, {(i.role, i.index): i.hostname for i in instances}
 
@@ -67,7 +67,7 @@ def data_path(cluster: Cluster) -> list[InstanceDataPath]:
     for instance, instance_spec in zip(instances, spec.instances, strict=True):
         own = [_data_disk(n, disk) for n, disk in enumerate(disks[instance.id], start=1)]
         settings = templating.data_settings(
-            cluster.version, spec, instance_spec, cluster.name, hostnames
+            cluster.definition, spec, instance_spec, cluster.name, hostnames
         )
         paths.append(InstanceDataPath(instance.hostname, instance.role, own, settings))
     return paths

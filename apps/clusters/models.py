@@ -4,8 +4,14 @@ What an instance holds is recorded on rows with an `active` flag; partial unique
 make a second active holder of a disk or an address fail loudly instead of double-booking.
 """
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
+from django.utils.functional import cached_property
+
+if TYPE_CHECKING:
+    from apps.catalog.models import ProductVersion
 
 
 class Cluster(models.Model):
@@ -26,6 +32,16 @@ class Cluster(models.Model):
     )
     version = models.ForeignKey(
         "catalog.ProductVersion", on_delete=models.PROTECT, related_name="clusters"
+    )
+    # The version's definition as it launched: starts, resumes and re-placements build the
+    # containers from it, never from the version as edited since. Empty only on clusters made
+    # before revisions existed and missed by migration 0008.
+    revision = models.ForeignKey(
+        "catalog.ProductRevision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="clusters",
     )
     name = models.SlugField(max_length=63)
     options = models.JSONField(default=dict, blank=True)
@@ -72,6 +88,17 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.state})"
+
+    @cached_property
+    def definition(self) -> "ProductVersion":
+        """The product definition this cluster runs: its revision's, with the version's live
+        access fields (an unsaved ProductVersion; the version itself for a cluster without a
+        revision)."""
+        from apps.catalog.revisions import definition_of
+
+        if self.revision is None:
+            return self.version
+        return definition_of(self.revision, self.version)
 
 
 # States in which a cluster counts against its owner's quota of clusters.

@@ -77,7 +77,7 @@ def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
     spec, hostnames = cluster_spec(cluster, instances)
     by_key = {(i.role, i.index): i for i in instances}
     steps = []
-    for step in templating.configure_plan(cluster.version, spec, cluster.name, hostnames):
+    for step in templating.configure_plan(cluster.definition, spec, cluster.name, hostnames):
         runs = []
         for instance_spec, argv in step["runs"]:
             instance = by_key[(instance_spec.role, instance_spec.index)]
@@ -88,8 +88,9 @@ def configure_steps(cluster: Cluster) -> list[ConfigureStep]:
 
 
 def plans_for(cluster: Cluster) -> list[ContainerSpec]:
-    """The container of every active instance of the cluster."""
-    version = cluster.version
+    """The container of every active instance of the cluster, as its revision defines it
+    (an admin's edit of the version since the launch changes nothing here)."""
+    version = cluster.definition
     # The catalog offers only launchable versions; this holds for clusters queued before an
     # admin took the trust back, and for starts of stopped ones, right before Docker.
     beyond = needs_trust(version)

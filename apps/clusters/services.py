@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
+from apps.catalog.revisions import current_revision
 
 from . import jobs, placement
 from .admission import admit_queued
@@ -108,9 +109,11 @@ def create_cluster(
     check_quota(owner.id, Demand.of(instances))
     if reuse_data_of is not None and reuse_data_of.owner_id != owner.id:
         raise ReuseError(f"cluster {reuse_data_of.name} belongs to someone else")
+    revision = current_revision(version)  # the definition it launches with, for good
     cluster = Cluster.objects.create(
         owner=owner,
         version=version,
+        revision=revision,
         name=name,
         options=options or {},
         expires_at=_lease_end(lease_hours, timezone.now()),

@@ -130,7 +130,7 @@ def cluster_root_url(cluster_id: int) -> str:
 
 def ui_ports(cluster: Cluster) -> list[dict]:
     """The version's ports declared as web UIs."""
-    return [p for p in cluster.version.ports or [] if p.get("ui") is True]
+    return [p for p in cluster.definition.ports or [] if p.get("ui") is True]
 
 
 def live_instances(cluster: Cluster) -> list[Instance]:
