@@ -1,7 +1,12 @@
 """The catalog: products users can launch and the versions of each."""
 
+from functools import cached_property
+
 from django.conf import settings
 from django.db import models
+
+from .definition import definition_fields, validate_definition
+from .spec import ProductDefinition, parse_definition
 
 
 class Product(models.Model):
@@ -53,11 +58,16 @@ class ProductVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.product.name} {self.version}"
 
-    def clean(self) -> None:
-        # Admins edit the JSON by hand: a broken schema must never reach a launch.
-        from .options import validate_definition
+    @cached_property
+    def definition(self) -> ProductDefinition:
+        """The JSON fields parsed into typed objects (apps.catalog.spec), once per instance;
+        clean() parses them afresh. Raises DefinitionError when they are broken."""
+        return parse_definition(definition_fields(self))
 
-        validate_definition(self)
+    def clean(self) -> None:
+        # Admins edit the JSON by hand: a broken schema must never reach a launch. Each
+        # problem lands on its field, its message naming the path (roles[1].cores: ...).
+        self.__dict__["definition"] = validate_definition(self)
 
 
 class ProductRevision(models.Model):

@@ -61,41 +61,52 @@ Disks of an instance are mounted at ``/data/1`` .. ``/data/N`` inside its contai
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .definition import validate_definition
+from .spec import (
+    DEFAULT_STR_MAX_LENGTH,
+    DISK_KINDS,
+    LAUNCH_KEYS,
+    OPTION_TYPES,
+    RESOURCE_FLOORS,
+    RESOURCE_UNITS,
+    ROLE_PROPERTIES,
+    SECTIONS,
+    USER_TEXT,
+    USER_TEXT_RULE,
+    Option,
+    ProductDefinition,
+    definition_of,
+    user_text_problem,
+)
 
 if TYPE_CHECKING:
     from .models import ProductVersion
 
-# Launch-level keys accepted next to the product options; resolve() ignores them except
-# disk_kind, which changes every instance and so is validated here.
-LAUNCH_KEYS = frozenset({"name", "disk_kind", "lease", "reuse_data_from"})
-DISK_KINDS = ("hdd", "ssd", "nvme")
-SECTIONS = ("required", "optional", "advanced")
-OPTION_TYPES = ("int", "str", "bool", "choice")
-# What an int option may set on roles, and the floor of each per-instance resource.
-ROLE_PROPERTIES = ("count", "cores", "memory_mb", "disks")
-RESOURCE_FLOORS = {"cores": 1, "memory_mb": 64, "disks": 0}
-RESOURCE_UNITS = {"count": "instances", "cores": "cores", "memory_mb": "MB", "disks": "disks"}
-DEFAULT_STR_MAX_LENGTH = 255
-
-# Text a user chooses (str options, the cluster's name) is substituted into admin-written
-# commands, often `sh -c` scripts where a placeholder may sit bare, inside "...", inside '...'
-# or inside a string of another language (mongosh's JavaScript). Shell-quoting the value is
-# not correct in all of those places: a quoted value put inside "..." still runs $(...), and
-# one put inside '...' ends the quote. So such text may only hold characters that are literal
-# in every one of them, and may not start with "-" (it would read as an option of the command
-# it lands in). A product's own `pattern` can narrow this further, never widen it.
-USER_TEXT = re.compile(r"(?!-)[A-Za-z0-9 ._,:=+/@-]*")
-USER_TEXT_RULE = "letters, digits, spaces and . _ , : = + / @ - (not first)"
-
-
-def user_text_problem(value: str) -> str | None:
-    """Why ``value`` may not go into a command, or None when it may."""
-    if USER_TEXT.fullmatch(value):
-        return None
-    return f"may hold only {USER_TEXT_RULE}, no shell characters; got {value!r}"
+__all__ = [
+    "DEFAULT_STR_MAX_LENGTH",
+    "DISK_KINDS",
+    "LAUNCH_KEYS",
+    "OPTION_TYPES",
+    "RESOURCE_FLOORS",
+    "RESOURCE_UNITS",
+    "ROLE_PROPERTIES",
+    "SECTIONS",
+    "USER_TEXT",
+    "USER_TEXT_RULE",
+    "ClusterSpec",
+    "InstanceSpec",
+    "OptionsError",
+    "describe",
+    "option_definitions",
+    "resolve",
+    "role_resource",
+    "targeted_roles",
+    "user_text_problem",
+    "validate_definition",
+]
 
 
 @dataclass(frozen=True)
@@ -140,25 +151,23 @@ class OptionsError(ValueError):
         super().__init__("; ".join(f"{name}: {msg}" for name, msg in self.errors.items()))
 
 
-# ---------------------------------------------------------------- schema access
+# ---------------------------------------------------------------- plain-dict views
+# For code and tests that read the JSON shapes; the launch path uses the typed definition.
 
 
-def option_definitions(version: ProductVersion) -> dict[str, dict]:
-    """Option name -> definition with its ``section``, in section order."""
-    schema = version.options_schema or {}
-    found: dict[str, dict] = {}
-    for section in SECTIONS:
-        for name, definition in (schema.get(section) or {}).items():
-            found[name] = {**definition, "section": section}
-    return found
-
-
-def role_definitions(version: ProductVersion) -> list[dict]:
-    return list(version.roles or [])
+def option_definitions(version: ProductVersion | ProductDefinition) -> dict[str, dict]:
+    """Option name -> its definition as written, plus its ``section``, in section order."""
+    definition = definition_of(version)
+    return {
+        name: {**option.model_dump(exclude_unset=True), "section": section}
+        for name, option in definition.options.items()
+        for section in [definition.option_sections[name]]
+    }
 
 
 def role_resource(role: dict, prop: str) -> dict[str, int]:
-    """{"min", "default", "max"} of a role's count or per-instance resource."""
+    """{"min", "default", "max"} of a role's count or per-instance resource (a role as
+    written in the JSON)."""
     if prop == "count":
         return {"min": role.get("min", 0), "default": role.get("default", 1), "max": role["max"]}
     spec = role.get(prop) or {}
@@ -167,112 +176,58 @@ def role_resource(role: dict, prop: str) -> dict[str, int]:
     return {"min": spec.get("min", floor), "default": default, "max": spec.get("max", default)}
 
 
-def targeted_roles(version: ProductVersion, definition: dict) -> list[dict]:
+def targeted_roles(version: ProductVersion | ProductDefinition, definition: dict) -> list[dict]:
+    """The roles (as written) an option definition (a dict) reaches."""
     wanted = definition.get("roles")
-    return [r for r in role_definitions(version) if wanted is None or r["name"] in wanted]
+    return [
+        r.model_dump(exclude_unset=True)
+        for r in definition_of(version).roles
+        if wanted is None or r.name in wanted
+    ]
 
 
-# ---------------------------------------------------------------- one value
-
-
-def check_value(definition: dict, value: Any) -> tuple[Any, str | None]:
+def check_value(definition: dict | Option, value: Any) -> tuple[Any, str | None]:
     """Coerce ``value`` to the option's type; return (value, None) or (None, problem)."""
-    kind = definition.get("type")
-    if kind == "int":
-        number = _as_int(value)
-        if number is None:
-            return None, f"must be an integer, got {_brief(value)}"
-        low, high = definition.get("min"), definition.get("max")
-        if low is not None and high is not None and not low <= number <= high:
-            return None, f"must be between {low} and {high}, got {_brief(number)}"
-        if low is not None and number < low:
-            return None, f"must be at least {low}, got {_brief(number)}"
-        if high is not None and number > high:
-            return None, f"must be at most {high}, got {_brief(number)}"
-        return number, None
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value, None
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true", None
-        return None, f"must be true or false, got {value!r}"
-    if kind == "choice":
-        choices = definition.get("choices") or []
-        for choice in choices:
-            # Form posts send strings; accept "3" for the choice 3, never True for 1.
-            same = type(value) is type(choice) and value == choice
-            if same or (isinstance(value, str) and value == str(choice)):
-                return choice, None
-        return None, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
-    if kind == "str":
-        if not isinstance(value, str):
-            return None, f"must be a string, got {value!r}"
-        limit = definition.get("max_length", DEFAULT_STR_MAX_LENGTH)
-        if len(value) > limit:
-            return None, f"must be at most {limit} characters, got {len(value)}"
-        problem = user_text_problem(value)
-        if problem:
-            return None, problem
-        pattern = definition.get("pattern")
-        if pattern and not re.fullmatch(pattern, value):
-            return None, f"must match {pattern}, got {value!r}"
-        return value, None
-    return None, f"has an unknown type {kind!r} in the product definition"
-
-
-def _brief(value: Any) -> str:
-    """A value as an error message quotes it: a 5,000-digit number is not echoed whole."""
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    # Up to 18 digits: any option's range, and far below int()'s 4300-digit refusal.
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value):
-        return int(value)
-    return None
+    option = (
+        definition
+        if isinstance(definition, Option)
+        else Option.model_validate({k: v for k, v in definition.items() if k != "section"})
+    )
+    return option.check(value)
 
 
 # ---------------------------------------------------------------- resolve and describe
 
 
-def resolve(version: ProductVersion, options: dict) -> ClusterSpec:
+def resolve(version: ProductVersion | ProductDefinition, options: dict) -> ClusterSpec:
     """The instances a launch of ``version`` with ``options`` needs, or OptionsError listing
     every bad field. A ``None`` value means "use the default"."""
     if not isinstance(options, dict):
         raise OptionsError({"options": f"must be an object, got {type(options).__name__}"})
-    definitions = option_definitions(version)
+    definition = definition_of(version)
     errors: dict[str, str] = {}
 
-    known = ", ".join([*definitions, *sorted(LAUNCH_KEYS)])
+    known = ", ".join([*definition.options, *sorted(LAUNCH_KEYS)])
     for name in options:
-        if name not in definitions and name not in LAUNCH_KEYS:
+        if name not in definition.options and name not in LAUNCH_KEYS:
             errors[str(name)] = f"unknown option {name!r} (known: {known})"
 
-    disk_kind = version.disk_kind
+    disk_kind = definition.disk_kind
     if options.get("disk_kind") is not None:
         disk_kind = options["disk_kind"]
         if disk_kind not in DISK_KINDS:
             errors["disk_kind"] = f"must be one of {', '.join(DISK_KINDS)}, got {disk_kind!r}"
 
     values: dict[str, Any] = {}
-    for name, definition in definitions.items():
+    for name, option in definition.options.items():
         given = options.get(name)
-        value, problem = check_value(
-            definition, definition.get("default") if given is None else given
-        )
+        value, problem = option.check(option.default if given is None else given)
         if problem:
             errors[name] = problem
             continue
         values[name] = value
-        if definition.get("sets"):
-            problem = _role_limits_problem(version, definition, value)
+        if option.sets:
+            problem = _role_limits_problem(definition, option, value)
             if problem:
                 errors[name] = problem
 
@@ -280,16 +235,15 @@ def resolve(version: ProductVersion, options: dict) -> ClusterSpec:
         raise OptionsError(errors)
 
     instances: list[InstanceSpec] = []
-    for role in role_definitions(version):
-        props = {prop: role_resource(role, prop)["default"] for prop in ROLE_PROPERTIES}
-        for name, definition in definitions.items():
-            reached = {r["name"] for r in targeted_roles(version, definition)}
-            if definition.get("sets") and role["name"] in reached:
-                props[definition["sets"]] = values[name]
-        image = role.get("image") or version.image
+    for role in definition.roles:
+        props = {prop: role.bounds(prop).default for prop in ROLE_PROPERTIES}
+        for name, option in definition.options.items():
+            if option.sets and (option.roles is None or role.name in option.roles):
+                props[option.sets] = values[name]
+        image = role.image or definition.image
         instances.extend(
             InstanceSpec(
-                role=role["name"],
+                role=role.name,
                 index=index,
                 cores=props["cores"],
                 memory_mb=props["memory_mb"],
@@ -302,24 +256,25 @@ def resolve(version: ProductVersion, options: dict) -> ClusterSpec:
     return ClusterSpec(instances=instances, options=values, disk_kind=disk_kind)
 
 
-def _role_limits_problem(version: ProductVersion, definition: dict, value: int) -> str | None:
-    prop = definition["sets"]
+def _role_limits_problem(definition: ProductDefinition, option: Option, value: int) -> str | None:
+    prop = option.sets
+    assert prop is not None
     unit = RESOURCE_UNITS[prop]
     problems = []
-    for role in targeted_roles(version, definition):
-        bounds = role_resource(role, prop)
+    for role in definition.targeted_roles(option):
+        bounds = role.bounds(prop)
         if prop == "count":
-            where, allow, need = f"role {role['name']}", "allows", "needs"
+            where, allow, need = f"role {role.name}", "allows", "needs"
         else:
-            where, allow, need = f"{role['name']} instances", "allow", "need"
-        if value > bounds["max"]:
-            problems.append(f"{where} {allow} at most {bounds['max']} {unit}, got {value}")
-        elif value < bounds["min"]:
-            problems.append(f"{where} {need} at least {bounds['min']} {unit}, got {value}")
+            where, allow, need = f"{role.name} instances", "allow", "need"
+        if value > bounds.max:
+            problems.append(f"{where} {allow} at most {bounds.max} {unit}, got {value}")
+        elif value < bounds.min:
+            problems.append(f"{where} {need} at least {bounds.min} {unit}, got {value}")
     return "; ".join(problems) or None
 
 
-def describe(version: ProductVersion) -> dict:
+def describe(version: ProductVersion | ProductDefinition) -> dict:
     """The CESGA-style view for UIs and the API: each section maps option name -> default,
     ``descriptions`` maps name -> text, and ``fields`` carries the full definitions (type,
     bounds, choices, section) so a form can be built from it."""
@@ -332,11 +287,3 @@ def describe(version: ProductVersion) -> dict:
         described["fields"][name] = dict(definition)
     described["launch_keys"] = sorted(LAUNCH_KEYS)
     return described
-
-
-def validate_definition(version: ProductVersion) -> None:
-    """Raise django ValidationError (keyed by model field) when the version's roles, options
-    schema, ports, environment or configure steps are broken."""
-    from .definition import validate_definition as validate
-
-    validate(version)

@@ -17,32 +17,28 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .options import (
-    ClusterSpec,
-    InstanceSpec,
-    option_definitions,
-    role_definitions,
+from .options import ClusterSpec, InstanceSpec
+from .spec import (
+    CLUSTER_NAMES,
+    DEFAULT_CONFIGURE_TIMEOUT,
+    INSTANCE_NAMES,
+    PLACEHOLDER,
+    ROLE_SUFFIXES,
+    ProductDefinition,
+    Role,
+    definition_of,
+    placeholders_in,
     user_text_problem,
 )
 
 if TYPE_CHECKING:
     from .models import ProductVersion
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-INSTANCE_NAMES = (
-    "cluster",
-    "hostname",
-    "role",
-    "index",
-    "cores",
-    "memory_mb",
-    "disks",
-    "data_dirs",
-    "data_dirs_csv",
-)
-CLUSTER_NAMES = ("members", "members_csv")
-ROLE_SUFFIXES = ("_hosts", "_hosts_csv", "_host", "_count")
-DEFAULT_CONFIGURE_TIMEOUT = 120
+    # A version, or a parsed definition (e.g. one a cluster launched with).
+    Source = ProductVersion | ProductDefinition
+
+__all__ = ["CLUSTER_NAMES", "DEFAULT_CONFIGURE_TIMEOUT", "INSTANCE_NAMES", "PLACEHOLDER",
+           "ROLE_SUFFIXES", "placeholders_in"]  # fmt: skip
 
 Hostnames = dict[tuple[str, int], str]  # (role, index) -> hostname
 
@@ -51,16 +47,8 @@ class TemplateError(ValueError):
     pass
 
 
-def placeholders_in(text: str) -> set[str]:
-    return set(PLACEHOLDER.findall(text))
-
-
-def known_placeholders(version: ProductVersion) -> set[str]:
-    names = {*INSTANCE_NAMES, *CLUSTER_NAMES, *option_definitions(version)}
-    for role in role_definitions(version):
-        if isinstance(role, dict) and isinstance(role.get("name"), str):
-            names.update(role["name"] + suffix for suffix in ROLE_SUFFIXES)
-    return names
+def known_placeholders(version: Source) -> set[str]:
+    return definition_of(version).known_placeholders()
 
 
 def default_hostname(cluster: str, role: str, index: int) -> str:
@@ -74,7 +62,7 @@ def default_hostnames(cluster: str, spec: ClusterSpec) -> Hostnames:
 
 
 def context_for(
-    version: ProductVersion,
+    version: Source,
     spec: ClusterSpec,
     instance: InstanceSpec,
     cluster: str,
@@ -89,12 +77,12 @@ def context_for(
     members = [hostnames[(i.role, i.index)] for i in spec.instances]
     data_dirs = [f"/data/{n}" for n in range(1, instance.disks + 1)]
     ctx: dict[str, str] = {name: option_text(value) for name, value in spec.options.items()}
-    for role in role_definitions(version):
-        hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role["name"]]
-        ctx[f"{role['name']}_hosts"] = " ".join(hosts)
-        ctx[f"{role['name']}_hosts_csv"] = ",".join(hosts)
-        ctx[f"{role['name']}_host"] = hosts[0] if hosts else ""
-        ctx[f"{role['name']}_count"] = str(len(hosts))
+    for role in definition_of(version).roles:
+        hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role.name]
+        ctx[f"{role.name}_hosts"] = " ".join(hosts)
+        ctx[f"{role.name}_hosts_csv"] = ",".join(hosts)
+        ctx[f"{role.name}_host"] = hosts[0] if hosts else ""
+        ctx[f"{role.name}_count"] = str(len(hosts))
     ctx.update(
         cluster=cluster,
         hostname=hostnames[(instance.role, instance.index)],
@@ -122,7 +110,7 @@ def render(text: str, context: dict[str, str]) -> str:
 
 
 def instance_environment(
-    version: ProductVersion,
+    version: Source,
     spec: ClusterSpec,
     instance: InstanceSpec,
     cluster: str,
@@ -130,13 +118,12 @@ def instance_environment(
 ) -> dict[str, str]:
     """The container environment of one instance: version-wide then role-specific values."""
     ctx = context_for(version, spec, instance, cluster, hostnames)
-    role = _role(version, instance.role)
-    merged = {**(version.environment or {}), **(role.get("environment") or {})}
+    merged = {**definition_of(version).environment, **_role(version, instance.role).environment}
     return {name: render(str(value), ctx) for name, value in merged.items()}
 
 
 def data_settings(
-    version: ProductVersion,
+    version: Source,
     spec: ClusterSpec,
     instance: InstanceSpec,
     cluster: str,
@@ -144,8 +131,8 @@ def data_settings(
 ) -> dict[str, str]:
     """The product settings an instance's disks decide (its role's `data_settings`), filled
     in for it: what the cluster page shows as its data path."""
-    role = next((r for r in role_definitions(version) if r["name"] == instance.role), {})
-    settings = role.get("data_settings") or {}
+    role = definition_of(version).role(instance.role)
+    settings = role.data_settings if role else {}
     if not settings:  # also a role an admin has since renamed: nothing to show, no error
         return {}
     ctx = context_for(version, spec, instance, cluster, hostnames)
@@ -153,14 +140,14 @@ def data_settings(
 
 
 def instance_command(
-    version: ProductVersion,
+    version: Source,
     spec: ClusterSpec,
     instance: InstanceSpec,
     cluster: str,
     hostnames: Hostnames,
 ) -> list[str] | None:
     """The container command of one instance, or None to keep the image's own."""
-    command = _role(version, instance.role).get("command")
+    command = _role(version, instance.role).command
     if not command:
         return None
     ctx = context_for(version, spec, instance, cluster, hostnames)
@@ -168,38 +155,41 @@ def instance_command(
 
 
 def configure_plan(
-    version: ProductVersion, spec: ClusterSpec, cluster: str, hostnames: Hostnames
+    version: Source, spec: ClusterSpec, cluster: str, hostnames: Hostnames
 ) -> list[dict[str, Any]]:
     """Post-start steps in order: [{"description", "timeout", "runs": [(instance, argv), ...]}].
     Steps run one after the other; the runs of one step may run in parallel. A step with
     ``"once": true`` runs only in the first instance of its role."""
     plan = []
-    for step in version.configure or []:
-        targets = [i for i in spec.instances if step.get("role") in (None, i.role)]
-        if step.get("once"):
+    for step in definition_of(version).configure:
+        targets = [i for i in spec.instances if step.role in (None, i.role)]
+        if step.once:
             targets = targets[:1]
         runs = [
             (
                 i,
                 [
                     render(part, context_for(version, spec, i, cluster, hostnames))
-                    for part in step["command"]
+                    for part in step.command
                 ],
             )
             for i in targets
         ]
         plan.append(
             {
-                "description": step.get("description", ""),
-                "timeout": step.get("timeout", DEFAULT_CONFIGURE_TIMEOUT),
+                "description": step.description,
+                "timeout": step.timeout,
                 "runs": runs,
             }
         )
     return plan
 
 
-def _role(version: ProductVersion, name: str) -> dict:
-    return next(r for r in role_definitions(version) if r["name"] == name)
+def _role(version: Source, name: str) -> Role:
+    role = definition_of(version).role(name)
+    if role is None:
+        raise TemplateError(f"the product defines no role {name!r}")
+    return role
 
 
 def option_text(value: Any) -> str:

@@ -36,3 +36,40 @@ def test_only_the_node_layer_imports_the_docker_sdk():
     }
     assert sorted(u for u in users if not u.startswith("apps/nodes/")) == []
     assert any(u.startswith("apps/nodes/") for u in users)
+
+
+def test_the_catalog_modules_import_each_other_without_a_cycle():
+    """apps/catalog's own imports (top-level and deferred ones alike) form no cycle."""
+    folder = ROOT / "apps" / "catalog"
+    graph = {p.stem: _catalog_imports(p) for p in folder.glob("*.py")}
+    cycles = [path for start in graph for path in _cycles_from(start, graph)]
+    assert cycles == []
+
+
+def _catalog_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 1 and module:
+                found.add(module.split(".")[0])
+            elif node.level == 1:  # from . import x
+                found |= {alias.name for alias in node.names}
+            elif module.startswith("apps.catalog."):
+                found.add(module.split(".")[2])
+            elif module == "apps.catalog":
+                found |= {alias.name for alias in node.names}
+    return found
+
+
+def _cycles_from(start: str, graph: dict[str, set[str]]) -> list[list[str]]:
+    """Paths from `start` back to itself."""
+    found, stack = [], [(start, [start])]
+    while stack:
+        node, path = stack.pop()
+        for nxt in graph.get(node, set()):
+            if nxt == start:
+                found.append([*path, start])
+            elif nxt not in path:
+                stack.append((nxt, [*path, nxt]))
+    return found

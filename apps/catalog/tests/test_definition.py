@@ -21,16 +21,16 @@ def test_it_rejects_a_role_whose_min_exceeds_its_max():
     version = make_version()
     version.roles[1].update(min=5, max=3, default=4)
     problems = problems_of(version)
-    assert problems == {
-        "roles": ["role worker.count: needs min <= default <= max, got 5 <= 4 <= 3"]
-    }
+    assert problems == {"roles": ["roles[1]: count needs min <= default <= max, got 5 <= 4 <= 3"]}
 
 
 def test_it_rejects_an_option_default_outside_its_bounds():
     version = make_version()
     version.options_schema["optional"]["cpu"]["default"] = 20
     problems = problems_of(version)
-    assert problems["options_schema"] == ["optional.cpu.default: must be between 1 and 12, got 20"]
+    assert problems["options_schema"] == [
+        "options_schema.optional.cpu.default: must be between 1 and 12, got 20"
+    ]
 
 
 def test_it_rejects_an_option_default_beyond_a_role_maximum():
@@ -38,7 +38,7 @@ def test_it_rejects_an_option_default_beyond_a_role_maximum():
     version.options_schema["required"]["size"]["default"] = 10  # worker role max is 8
     problems = problems_of(version)
     assert problems["options_schema"] == [
-        "required.size.default: 10 is outside role worker's count range 1..8"
+        "options_schema.required.size.default: 10 is outside role worker's count range 1..8"
     ]
 
 
@@ -52,7 +52,7 @@ def test_it_rejects_options_reaching_unknown_roles_and_launch_key_names():
     }
     problems = problems_of(version)["options_schema"]
     assert any("cpu.roles: no role named 'ghost'" in p for p in problems)
-    assert any(p.startswith("advanced.lease:") for p in problems)
+    assert any(p.startswith("options_schema.advanced.lease:") for p in problems)
 
 
 def test_it_reports_problems_in_every_field_at_once():
@@ -75,8 +75,8 @@ def test_it_reports_problems_in_every_field_at_once():
     }
     assert "ports[0].role: no role named 'nobody'" in problems["ports"]
     assert any("70000" in p for p in problems["ports"])
-    assert problems["environment"] == ["unknown placeholder {{nope}} in '{{nope}}'"]
-    assert problems["configure"] == ["configure[0].command: must be a non-empty list of strings"]
+    assert problems["environment"] == ["environment.BAD: unknown placeholder {{nope}}"]
+    assert problems["configure"] == ["configure[0].command: must be a list, got 'not a list'"]
 
 
 def test_it_rejects_typos_in_keys():
@@ -88,7 +88,7 @@ def test_it_rejects_typos_in_keys():
 
 def test_it_rejects_an_empty_role_list():
     problems = problems_of(make_version(roles=[]))
-    assert problems["roles"] == ["must be a non-empty list of role definitions"]
+    assert problems["roles"] == ["roles: must be a non-empty list of role definitions"]
     assert problems["ports"] == ["ports[0].role: no role named 'master'"]
 
 
@@ -100,9 +100,8 @@ def test_it_rejects_data_settings_that_are_not_a_map_of_names_to_templates(setti
     version = make_version()
     version.roles[1]["data_settings"] = settings
     problems = problems_of(version)
-    assert problems["roles"] == [
-        "roles[1].data_settings: must map setting names to value templates"
-    ]
+    assert len(problems["roles"]) == 1
+    assert problems["roles"][0].startswith("roles[1].data_settings")
 
 
 def test_it_accepts_data_settings():
