@@ -16,7 +16,13 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from apps.catalog.images import ImageUnavailable
 from apps.catalog.options import OptionsError
 from apps.clusters.quotas import QuotaExceeded
-from apps.clusters.services import LeaseError, NeverFits, ReuseError, TransitionError
+from apps.clusters.services import (
+    LeaseError,
+    NameTaken,
+    NeverFits,
+    ReuseError,
+    TransitionError,
+)
 
 
 class ApiError(exceptions.APIException):
@@ -49,6 +55,8 @@ def translate(exc: Exception) -> Exception:
         return ApiError(409, "conflict", str(exc))
     if isinstance(exc, LeaseError):
         return ApiError(400, "invalid_lease", str(exc), fields={"lease": str(exc)})
+    if isinstance(exc, NameTaken):
+        return ApiError(400, "name_taken", str(exc), fields={"name": str(exc)})
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
     return exc

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import launchable_versions
+from apps.clusters import names
 from apps.clusters.models import Cluster
 from apps.clusters.services import ReuseError, launch
 
@@ -43,6 +44,5 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
 
 
 def _default_name(user, version: ProductVersion) -> str:
-    # Scripts (CESGA's among them) launch with {}: number the user's clusters of the product.
-    count = Cluster.objects.filter(owner=user, version__product=version.product_id).count()
-    return f"{version.product.name}-{count + 1}"[:63]
+    # Scripts (CESGA's among them) launch with {}: the product's name, numbered, not yet used.
+    return names.default_name(user, version)

@@ -6,6 +6,7 @@ from django import forms
 
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import DISK_KINDS, SECTIONS, option_definitions
+from apps.clusters import names
 from apps.clusters.models import Cluster
 
 # Launch keys, in the section of the form each belongs to.
@@ -94,5 +95,4 @@ class LaunchForm(forms.Form):
 
 
 def default_name(owner, version: ProductVersion) -> str:
-    taken = Cluster.objects.filter(owner=owner, version__product=version.product_id).count()
-    return f"{version.product.name}-{taken + 1}"[:63]
+    return names.default_name(owner, version)  # a name the owner does not use yet

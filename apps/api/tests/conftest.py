@@ -11,6 +11,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
+from apps.clusters.names import free_name
 from apps.clusters.services import launch
 from apps.clusters.tests.factories import make_roomy_node
 from apps.tokens.models import ApiToken
@@ -97,7 +98,9 @@ def cesga(tokens):
 
 def make_cluster(owner, version, state: str = "queued", **options) -> Cluster:
     """A cluster launched through the services, then put in `state` as a worker would."""
-    cluster = launch(owner, version, options.pop("name", "c"), options)
+    # Names are unique per owner: unnamed test clusters are c-1, c-2, ...
+    name = options.pop("name", None) or free_name(owner.id, "c")
+    cluster = launch(owner, version, name, options)
     if state != "queued":
         Cluster.objects.filter(id=cluster.id).update(state=state)
         cluster.refresh_from_db()

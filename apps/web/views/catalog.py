@@ -50,6 +50,8 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
             form.add_error("lease", str(exc))
         except services.ReuseError as exc:
             form.add_error("reuse_data_from", str(exc))
+        except services.NameTaken as exc:
+            form.add_error("name", f"You already have a cluster named {exc.name}")
         else:
             return redirect("web:cluster", cluster_id=cluster.id)
     context = {"version": chosen, "form": form, **_preview(request, form)}
