@@ -1,9 +1,12 @@
 """My clusters: the list with live badges, the detail with live events, the logs panel, and
 the actions."""
 
+from urllib.parse import urlencode
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,6 +32,7 @@ FOLLOW_POLLS = 900
 FOLLOW_PAUSED = "Follow paused after 30 minutes: press Show to go on."
 # As the API's ExtendSerializer: finite, positive, at most a million hours.
 EXTENSION_HOURS = forms.FloatField(min_value=0.001, max_value=10**6)
+PAGE_SIZE = 25  # clusters per page of the list
 
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
@@ -49,12 +53,52 @@ def _detail(request: HttpRequest, cluster_id: int) -> Cluster:
     return get_object_or_404(clusters, id=cluster_id)
 
 
+class ListFilter(forms.Form):
+    """Which of my clusters the list shows: by default those not destroyed."""
+
+    SHOWN = "live"  # not destroyed: failed ones stay until destroyed, as they keep their name
+    state = forms.ChoiceField(
+        label="Show",
+        required=False,
+        choices=[(SHOWN, "Not destroyed"), ("all", "All"), *S.choices],
+        error_messages={"invalid_choice": "there is no cluster state “%(value)s”"},
+    )
+    page = forms.CharField(required=False)  # Paginator.get_page copes with anything
+
+    def clusters(self, clusters: QuerySet[Cluster]) -> QuerySet[Cluster]:
+        state = self.cleaned_data["state"] or self.SHOWN
+        if state == self.SHOWN:
+            return clusters.exclude(state=S.DESTROYED)
+        return clusters if state == "all" else clusters.filter(state=state)
+
+
 @login_required
 def cluster_list(request: HttpRequest) -> HttpResponse:
-    clusters = list(my_clusters(request))
-    context = {"clusters": clusters, "polling": any(c.state in MOVING for c in clusters)}
+    """My clusters, filtered by state and 25 to a page; htmx polls and page links get only
+    the rows (partials/cluster_rows.html), keeping the filter and the page."""
+    data = request.GET.copy()
+    data.setdefault("state", ListFilter.SHOWN)
+    chosen = ListFilter(data)
+    if chosen.is_valid():
+        page = Paginator(chosen.clusters(my_clusters(request)), PAGE_SIZE).get_page(
+            chosen.cleaned_data["page"]
+        )
+        status = 200
+    else:
+        page, status = Paginator(Cluster.objects.none(), PAGE_SIZE).get_page(1), 400
+    state = chosen.cleaned_data.get("state") or ListFilter.SHOWN
+    context = {
+        "filter": chosen,
+        "page": page,
+        "clusters": page.object_list,
+        "state": state,
+        "query": urlencode({"state": state, "page": page.number}),
+        "page_numbers": page.paginator.get_elided_page_range(page.number, on_ends=1),
+        "has_any": page.paginator.count > 0 or my_clusters(request).exists(),
+        "polling": any(c.state in MOVING for c in page.object_list),
+    }
     template = "web/partials/cluster_rows.html" if htmx_partial(request) else "web/clusters.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 @login_required
