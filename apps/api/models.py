@@ -24,3 +24,7 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} of user {self.user_id}"
+
+
+# Registered with this app so its migrations live in apps/api (apps/api/cesga/models.py).
+from .cesga.models import CesgaRegistration  # noqa: E402, F401

@@ -70,7 +70,13 @@ class ProductVersionAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "trusted", "disk_kind", "product")
     list_select_related = ("product",)
     search_fields = ("product__name", "version", "image")
-    readonly_fields = ("created", "options_preview", "revision_history", "latest_changes")
+    readonly_fields = (
+        "created",
+        "options_preview",
+        "revision_history",
+        "latest_changes",
+        "cesga_orchestrator",
+    )
     fieldsets = (
         (None, {"fields": ("product", "version", "description", "image", "disk_kind")}),
         ("Access", {"fields": ("enabled", "trusted", "capabilities")}),
@@ -78,7 +84,7 @@ class ProductVersionAdmin(admin.ModelAdmin):
             "Definition (shapes documented in apps/catalog/options.py)",
             {"fields": ("roles", "options_schema", "ports", "environment", "configure")},
         ),
-        ("Preview", {"fields": ("options_preview", "created")}),
+        ("Preview", {"fields": ("options_preview", "created", "cesga_orchestrator")}),
         (
             "Revisions (a cluster keeps the one it launched with; an edit makes the next)",
             {"fields": ("revision_history", "latest_changes")},
@@ -90,6 +96,13 @@ class ProductVersionAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "-"
         return format_html("<pre>{}</pre>", json.dumps(describe(obj), indent=2))
+
+    @admin.display(description="CESGA orchestrator (stored, never run: convert it into configure)")
+    def cesga_orchestrator(self, obj: ProductVersion) -> str:
+        registration = getattr(obj, "cesga_registration", None)  # apps.api.cesga, if registered
+        if registration is None or not registration.orchestrator:
+            return "-"
+        return format_html("<pre>{}</pre>", registration.orchestrator)
 
     def save_model(self, request: HttpRequest, obj, form, change) -> None:
         super().save_model(request, obj, form, change)

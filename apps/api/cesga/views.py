@@ -22,11 +22,12 @@ from apps.clusters.services import request_destroy
 from apps.tokens.authentication import HeaderTokenAuthentication
 
 from .. import idempotency
-from ..errors import exception_handler
+from ..errors import ApiError, exception_handler
 from ..launching import find_version, launch_from_body
 from ..parsers import JSONParser
 from ..permissions import visible_clusters
 from ..views.clusters import detail_queryset
+from .models import CesgaRegistration
 from .status import cesga_status
 
 WORDS = {400: "bad request", 401: "unauthorized", 403: "forbidden", 404: "not found",
@@ -109,6 +110,16 @@ class ProductVersion(CesgaView):
     def _version(self, name: str, version: str):
         found = find_version(name, version)
         if found is None:
+            registration = CesgaRegistration.objects.filter(
+                version__product__name=name, version__version=version
+            ).first()
+            if registration is not None and registration.missing:
+                raise ApiError(
+                    409,
+                    "conflict",
+                    f"{name} {version} is registered but not launchable yet: its "
+                    f"{' and '.join(registration.missing)} must be PUT first",
+                )
             raise Http404(f"no product {name} {version}")
         return found
 

@@ -1,0 +1,180 @@
+"""CESGA product registration: the four calls, staff only, and what they refuse."""
+
+import json
+
+import pytest
+
+from apps.api.cesga.models import CesgaRegistration
+from apps.catalog.models import ProductRevision, ProductVersion
+from apps.clusters.models import Cluster
+
+from .cesga_product import BASE, OPTIONS, ORCHESTRATOR, TEMPLATE, register
+
+
+def test_staff_registers_a_product_with_cesgas_four_calls_and_a_user_launches_it(cesga, catalog):
+    admin = cesga("admin")
+    created, options, template, orchestrator = register(admin)
+
+    assert created.status_code == 201, created.content
+    assert created.json()["enabled"] is False
+    assert created.json()["missing"] == ["template", "options"]
+    assert options.status_code == 200 and options.json()["missing"] == ["template"]
+    assert template.status_code == 200, template.content
+    body = template.json()
+    assert body["enabled"] is True and body["missing"] == []
+    assert body["roles"] == [
+        {"name": "master", "count": 1, "image": "platter/lab-base:1"},
+        {"name": "worker", "count": 2, "image": "platter/lab-base:1"},
+    ]
+    assert "node master: docker_opts ignored: -t; --hostname master" in body["warnings"]
+    assert orchestrator.status_code == 200
+
+    version = ProductVersion.objects.get(product__name="tiny", version="1.0")
+    master, worker = version.roles
+    assert worker["disks"]["default"] == 2 and master["disks"] == {"min": 1, "default": 1,
+                                                                   "max": 1}  # fmt: skip
+    assert worker["environment"] == {"ROLE": "worker", "GREETING": "hello"}
+    size = version.options_schema["required"]["size"]
+    assert (size["sets"], size["roles"], size["default"]) == ("count", ["worker"], 2)
+    assert version.options_schema["optional"]["cpu"]["sets"] == "cores"
+    assert version.options_schema["optional"]["mem"]["sets"] == "memory_mb"
+    assert version.options_schema["advanced"]["disks"]["sets"] == "disks"
+    assert "sets" not in version.options_schema["advanced"]["greeting"]
+    assert version.configure == []  # the orchestrator is the admin's to convert
+    assert version.cesga_registration.orchestrator == ORCHESTRATOR
+    assert ProductRevision.objects.filter(version=version).count() == 1
+
+    shown = admin.get(f"{BASE}/products/tiny/1.0/orchestrator")
+    assert shown.json() == {"orchestrator": ORCHESTRATOR}
+    described = cesga("owner").get(f"{BASE}/products/tiny/1.0/options").json()
+    assert described["required"] == {"size": 2}
+    assert described["descriptions"]["disks"] == "Disks per worker"
+
+    launched = cesga("owner").post(f"{BASE}/products/tiny/1.0", {"size": 3}, format="json")
+    assert launched.status_code == 202, launched.content
+    cluster = Cluster.objects.get(id=int(launched.json()["url"].rstrip("/").split("/")[-1]))
+    instances = cluster.instances.order_by("role", "index")
+    assert [(i.role, i.disks, i.image) for i in instances] == [
+        ("master", 1, "platter/lab-base:1"),
+        *[("worker", 2, "platter/lab-base:1")] * 3,
+    ]
+
+
+def test_a_version_is_not_launchable_until_template_and_options_are_put(cesga, catalog):
+    admin = cesga("admin")
+    admin.post(f"{BASE}/products", {"name": "half", "version": "2"}, format="json")
+    admin.put(f"{BASE}/products/half/2/template", TEMPLATE, content_type="application/json")
+    response = cesga("owner").post(f"{BASE}/products/half/2", {"size": 1}, format="json")
+    assert response.status_code == 409
+    assert response.json() == {
+        "status": 409, "error": "conflict",
+        "message": "half 2 is registered but not launchable yet: its options must be PUT first",
+    }  # fmt: skip
+    assert "half" not in cesga("owner").get(f"{BASE}/products").json()["products"]
+
+
+@pytest.mark.parametrize("persona, code", [("owner", 403), ("other", 403), ("anonymous", 401),
+                                           ("read_only", 403)])  # fmt: skip
+def test_only_staff_register(cesga, catalog, persona, code):
+    client = cesga(persona)
+    answers = register(client)
+    assert [a.status_code for a in answers] == [code] * 4
+    if code == 403 and persona != "read_only":
+        assert answers[0].json()["message"] == "only staff register products"
+    assert not CesgaRegistration.objects.exists()
+    assert not ProductVersion.objects.filter(product__name="tiny").exists()
+
+
+HOSTILE = {
+    "a loop of a billion": (
+        TEMPLATE.replace("range(opts.size)", "range(1000000000)", 1),
+        "range(1000000000) has 1000000000 items; a template may loop at most 10000 times",
+    ),
+    "a privileged node": (
+        TEMPLATE.replace("-e ROLE=master -t", "--privileged -e ROLE=master"),
+        "node master: docker_opts --privileged refused: gives the container every device",
+    ),
+    "a missing cpu": (
+        TEMPLATE.replace('"cpu": 1, "mem": 64,', '"mem": 64,'),
+        "node master: missing field 'cpu'",
+    ),
+    "a host path": (
+        TEMPLATE.replace("-e ROLE=worker", "-v /etc:/host-etc -e ROLE=worker"),
+        "node worker0: docker_opts -v /etc:/host-etc refused: mounts a path or volume of the",
+    ),
+    "the host network": (
+        TEMPLATE.replace("-e ROLE=master", "--net=host -e ROLE=master"),
+        "node master: docker_opts --net=host refused: shares a namespace of the node",
+    ),
+    "a disk outside /data": (
+        TEMPLATE.replace('"destination": "/data/1"', '"destination": "/var"'),
+        "node master: disk1 destination '/var': Platter mounts an instance's dedicated disks",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_template_is_refused_naming_the_problem_and_registers_nothing(
+    cesga, catalog, case
+):
+    template, problem = HOSTILE[case]
+    *_, refused, _ = register(cesga("admin"), template=template)
+    assert refused.status_code == 400, refused.content
+    body = refused.json()
+    assert (body["status"], body["error"]) == (400, "bad request")
+    assert problem in body["message"]
+
+    version = ProductVersion.objects.get(product__name="tiny")
+    assert (version.enabled, version.roles, version.options_schema) == (False, [], {})
+    assert version.cesga_registration.template == ""  # the refused text is not kept
+    assert not ProductRevision.objects.filter(version=version).exists()
+    launch = cesga("owner").post(f"{BASE}/products/tiny/1.0", {"size": 1}, format="json")
+    assert launch.status_code == 409
+
+
+def test_options_platter_cannot_name_are_refused(cesga, catalog):
+    options = {**OPTIONS, "advanced": {"slaves.number": 2}}
+    _, refused, _, _ = register(cesga("admin"), options=options)
+    assert refused.status_code == 400
+    assert "option 'slaves.number': not a valid Platter option name" in refused.json()["message"]
+
+
+def test_options_that_are_not_json_are_refused(cesga, catalog):
+    admin = cesga("admin")
+    admin.post(f"{BASE}/products", {"name": "tiny", "version": "1.0"}, format="json")
+    refused = admin.put(f"{BASE}/products/tiny/1.0/options", "{size: 2",
+                        content_type="application/json")  # fmt: skip
+    assert refused.status_code == 400
+    assert refused.json()["message"].startswith("options: not JSON")
+
+
+def test_an_option_that_changes_nodes_some_other_way_is_kept_at_its_default(cesga, catalog):
+    template = TEMPLATE.replace('"mem": 64,', '"mem": {{ 64 * opts.scale }},', 1)
+    options = {**OPTIONS, "advanced": {**OPTIONS["advanced"], "scale": 1}}
+    *_, converted, _ = register(cesga("admin"), template=template, options=options)
+    assert converted.status_code == 200, converted.content
+    assert any(w.startswith("option scale: another value changes the nodes")
+               for w in converted.json()["warnings"])  # fmt: skip
+    version = ProductVersion.objects.get(product__name="tiny")
+    scale = version.options_schema["advanced"]["scale"]
+    assert (scale["type"], scale["choices"]) == ("choice", [1])
+
+
+def test_a_catalog_version_is_not_taken_over(cesga, catalog):
+    response = cesga("admin").post(f"{BASE}/products", {"name": "demo", "version": "1.0"},
+                                   format="json")  # fmt: skip
+    assert response.status_code == 409
+    assert response.json()["message"] == "demo 1.0 is already in the catalog"
+
+
+def test_a_new_template_makes_a_new_revision(cesga, catalog):
+    admin = cesga("admin")
+    register(admin)
+    again = admin.put(f"{BASE}/products/tiny/1.0/template",
+                      TEMPLATE.replace('"mem": 64,', '"mem": 96,', 1),
+                      content_type="application/json")  # fmt: skip
+    assert again.status_code == 200, again.content
+    version = ProductVersion.objects.get(product__name="tiny")
+    assert version.roles[0]["memory_mb"]["default"] == 96
+    assert ProductRevision.objects.filter(version=version).count() == 2
+    assert json.loads(json.dumps(version.cesga_registration.rendered))["dnsname"] == "registration"
