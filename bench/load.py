@@ -7,7 +7,7 @@ Without --url it brings up a stack of its own on the lab and takes it down again
 (platter_load), Redis database 7, lab address slot 7, site label `bench-load`, the lab's
 inventory and the catalog, one user with a small quota and a personal token per simulated
 user, a Celery worker on every queue of portal.queues.ALL_QUEUES and gunicorn on a free local
-port as `./platter run` starts it (portal.devservers.web_command; development settings,
+port as `./platter run` starts it (apps.lab.devservers.web_command; development settings,
 DEBUG off; the API's throttles raised unless PLATTER_API_RATE_* are set). No beat: a release
 admits queued clusters by itself (SCHEDULER_ADMIT_ON_RELEASE).
 With --url it drives a running portal, one user per token of the file (one a line), and reads
@@ -230,7 +230,7 @@ def start_worker(out: Path) -> subprocess.Popen:
 
 
 def start_server(port: int, workers: int, out: Path) -> subprocess.Popen:
-    from portal.devservers import web_command
+    from apps.lab.devservers import web_command
 
     # The web server exactly as `./platter run` starts it, with the bench's worker count.
     server = start(

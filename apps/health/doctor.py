@@ -90,12 +90,12 @@ def service_findings() -> list[Finding]:
             f"database {settings.DATABASES['default']['HOST']}:"
             f"{settings.DATABASES['default']['PORT']}",
             database.ok,
-            f"{database.detail} - start it with: .venv/bin/python -m portal.devservers up",
+            f"{database.detail} - start it with: .venv/bin/python -m apps.lab.devservers up",
         ),
         Finding(
             f"Redis {settings.REDIS_URL}",
             redis.ok,
-            f"{redis.detail} - start it with: .venv/bin/python -m portal.devservers up",
+            f"{redis.detail} - start it with: .venv/bin/python -m apps.lab.devservers up",
         ),
     ]
 

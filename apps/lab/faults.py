@@ -38,8 +38,8 @@ from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.quotas import user_usage
 from apps.inventory.models import Address, Disk, Network, Node
+from apps.lab import devservers
 from apps.nodes import NodeError
-from portal import devservers
 from portal.celery import app
 from portal.queues import worker_command
 

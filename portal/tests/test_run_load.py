@@ -1,5 +1,5 @@
 """The load proof of `./platter run`'s web server: 40 launches at once from 4 users, through
-gunicorn started the way `./platter run` starts it (portal.devservers.start_web), against the
+gunicorn started the way `./platter run` starts it (apps.lab.devservers.start_web), against the
 test database, a real Celery worker and the lab's nodes with the demo product. Not one
 connection error, not one answer of 500 or more, and no disk ever held twice."""
 
@@ -15,11 +15,11 @@ from django.contrib.auth import get_user_model
 from apps.accounts.models import Quota
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
+from apps.lab import devservers
+from apps.lab.tests.test_devservers import free_port
 from apps.tokens.services import issue_token
 from conftest import _database_url
-from portal import devservers
 from portal.tests.test_bench_load import bench_load
-from portal.tests.test_devservers import free_port
 
 USERS = 4
 LAUNCHES = 40

@@ -12,9 +12,9 @@ import sys
 import pytest
 from django.conf import settings
 
+from apps.lab import devservers
 from apps.lab.nodes import LabSpec, short_id
 from apps.lab.tests.machine import machine_holds
-from portal import devservers
 
 pytestmark = pytest.mark.lab
 
@@ -24,7 +24,7 @@ def test_every_fault_ends_settled_with_nothing_leaked(tmp_path):
     report = tmp_path / "faults.json"
     env = {**os.environ, "PLATTER_FAULTS_SLOT": str(settings.LAB_ADDRESS_SLOT)}
     run = subprocess.run(
-        [sys.executable, "-m", "portal.cli", "faults", "--report", str(report)],
+        [sys.executable, "-m", "apps.lab.cli", "faults", "--report", str(report)],
         cwd=devservers.BASE_DIR,
         env=env,
         capture_output=True,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management import BaseCommand, CommandError, call_command
 
-from portal import devservers
+from apps.lab import devservers
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ that is already running is reused. ``DATABASE_URL`` / ``REDIS_URL`` in the envir
 "use that server instead", and then nothing is started here.
 
 Used without Django settings (it runs before the database exists):
-    python -m portal.devservers up|down|status
+    python -m apps.lab.devservers up|down|status
 """
 
 import contextlib
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 STATE_DIR = Path(os.environ.get("PLATTER_STATE_DIR", BASE_DIR / ".local"))
 POSTGRES_PORT = int(os.environ.get("PLATTER_POSTGRES_PORT", "55432"))
 REDIS_PORT = int(os.environ.get("PLATTER_REDIS_PORT", "56379"))
@@ -225,7 +225,7 @@ def web_command(address: str) -> list[str]:
     worker recycling), bound to `address`, serving the app of web_application()."""
     return [
         sys.executable, "-m", "gunicorn", "-c", str(BASE_DIR / "deploy" / "gunicorn.conf.py"),
-        "--bind", address, "portal.devservers:web_application()",
+        "--bind", address, "apps.lab.devservers:web_application()",
     ]  # fmt: skip
 
 
@@ -307,7 +307,7 @@ def main(argv: list[str]) -> int:
         for server in managed():
             print(f"{type(server).__name__}: {'up' if server.running() else 'down'} {server.url}")
     else:
-        print("usage: python -m portal.devservers up|down|status", file=sys.stderr)
+        print("usage: python -m apps.lab.devservers up|down|status", file=sys.stderr)
         return 2
     return 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from portal import devservers
+from apps.lab import devservers
 
 
 def free_port() -> int:
@@ -124,7 +124,7 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
     spec = LabSpec(home=state / "lab", key=short_id(state))
     mark = f"PLATTER_STATE_DIR={state}"
     ports = (web, postgres, redis)
-    cli = [sys.executable, "-m", "portal.cli"]
+    cli = [sys.executable, "-m", "apps.lab.cli"]
     log = scratch / "run.log"
     # A session of its own, as a terminal's foreground job: Ctrl-C goes to its whole group.
     run = subprocess.Popen([*cli, "run"], cwd=devservers.BASE_DIR, env=env, stdout=log.open("w"),

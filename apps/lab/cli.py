@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from portal import devservers
+from apps.lab import devservers
 from portal.queues import worker_command
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 PYTHON = sys.executable
 WEB_ADDRESS = os.environ.get("PLATTER_WEB", "127.0.0.1:8000")
 
@@ -178,11 +178,11 @@ def faults(args: list[str]) -> int:
 
     slot = int(os.environ.get("PLATTER_FAULTS_SLOT", "0"))
     state = devservers.STATE_DIR / "faults"
-    cli = [PYTHON, "-m", "portal.cli"]
+    cli = [PYTHON, "-m", "apps.lab.cli"]
     if state.exists():  # what an interrupted run left: taken down, then started afresh
         env = scratch_environment(state, slot)
         subprocess.run([*cli, "lab", "down"], cwd=BASE_DIR, env=env)
-        subprocess.run([PYTHON, "-m", "portal.devservers", "down"], cwd=BASE_DIR, env=env)
+        subprocess.run([PYTHON, "-m", "apps.lab.devservers", "down"], cwd=BASE_DIR, env=env)
         shutil.rmtree(state)
     env = scratch_environment(state, slot)
     try:
@@ -197,7 +197,7 @@ def faults(args: list[str]) -> int:
     finally:
         with interrupts_ignored():
             subprocess.run([*cli, "lab", "down"], cwd=BASE_DIR, env=env)
-            subprocess.run([PYTHON, "-m", "portal.devservers", "down"], cwd=BASE_DIR, env=env)
+            subprocess.run([PYTHON, "-m", "apps.lab.devservers", "down"], cwd=BASE_DIR, env=env)
 
 
 def main(argv: list[str]) -> int:
