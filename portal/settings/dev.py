@@ -3,7 +3,36 @@
 from portal.env import envbool, envint, envlist, envstr
 
 from .base import *  # noqa: F403
-from .base import LAB_FIO_IMAGE, LAB_IMAGE
+from .base import INSTALLED_APPS
+
+# Development only: the lab of nodes on this machine, the demo logins (seed_demo), the fault
+# suite and `./platter` itself. Production (prod.py) never installs it.
+INSTALLED_APPS = [*INSTALLED_APPS, "apps.lab"]
+
+# The lab: one machine standing in for several Platter nodes (see apps/lab).
+LAB_NODES = envint("PLATTER_LAB_NODES", 3)
+LAB_DISKS_PER_NODE = envint("PLATTER_LAB_DISKS", 6)
+LAB_DISK_SIZE_MB = envint("PLATTER_LAB_DISK_SIZE_MB", 1024)
+LAB_DISK_FS = envstr("PLATTER_LAB_DISK_FS", "ext4")
+# The last disks of each lab node are labelled SSD so HDD/SSD choices can be tried.
+LAB_SSD_PER_NODE = envint("PLATTER_LAB_SSD_PER_NODE", 2)
+LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
+LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
+LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
+# Which slice of LAB_SUBNET this portal's lab network hands out (0-7): test runs sharing the
+# lab use their own slice (see test.py), so their addresses never collide with the dev portal.
+LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
+# Cluster networks: a /24 per segment (one bridge each, standing for a site's VLAN), as many
+# per portal slot as clusters it may hold at once (see apps/lab/segments.py).
+LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", "10.214.0.0/16")
+LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
+LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
+# Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
+LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb"])
+# The lab's fio image: the host's fio and its libraries on top of the base image.
+LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
+# Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.
+LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
 
 SECRET_KEY = envstr("SECRET_KEY", "dev-only-insecure-key-do-not-use-in-production")
 DEBUG = envbool("DEBUG", True)

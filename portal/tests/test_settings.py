@@ -41,6 +41,30 @@ def test_it_passes_check_deploy_without_warnings():
     assert "System check identified no issues" in result.stdout
 
 
+def test_production_leaves_out_the_lab_and_the_demo_logins():
+    """apps.lab (the lab, seed_demo's admin/demo logins, the fault suite) is development's:
+    under the production settings its commands do not exist, and nothing reads its settings."""
+    secret = {"SECRET_KEY": "x7" * 30 + "-production-secret-for-the-checklist"}
+    production = {
+        "DJANGO_SETTINGS_MODULE": "portal.settings.prod",
+        "ALLOWED_HOSTS": "p.example.org",
+    }
+    probe = (
+        "from django.conf import settings; "
+        "print(settings.INSTALLED_APPS, hasattr(settings, 'LAB_NODES'))"
+    )
+    shown = run_manage("shell", "-c", probe, **production, **secret)
+    assert shown.returncode == 0, shown.stderr
+    assert "apps.lab" not in shown.stdout and shown.stdout.strip().endswith("False")
+    for command in ("seed_demo", "lab", "fault_suite"):
+        refused = run_manage(command, "--help", **production, **secret)
+        assert refused.returncode != 0
+        assert f"Unknown command: '{command}'" in refused.stderr
+    # ...while development has them.
+    development = run_manage("seed_demo", "--help", DJANGO_SETTINGS_MODULE="portal.settings.dev")
+    assert development.returncode == 0, development.stderr
+
+
 def test_it_refuses_to_start_production_without_a_secret_key():
     result = run_manage(
         "check", DJANGO_SETTINGS_MODULE="portal.settings.prod", ALLOWED_HOSTS="platter.example.org"
