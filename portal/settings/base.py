@@ -35,7 +35,6 @@ INSTALLED_APPS = [
     "apps.inventory",
     "apps.catalog",
     "apps.clusters",
-    "apps.lab",
     "apps.health",
 ]
 
@@ -213,31 +212,6 @@ BENCH_SSD_MIN_IOPS = envint("PLATTER_BENCH_SSD_MIN_IOPS", 1000)
 # the same kind on its node ("node") or in the whole pool ("pool").
 DISK_SLOW_PERCENT = envint("PLATTER_DISK_SLOW_PERCENT", 50)
 DISK_SLOW_SCOPE = envstr("PLATTER_DISK_SLOW_SCOPE", "node")
-
-# The lab: one machine standing in for several Platter nodes (see apps/lab).
-LAB_NODES = envint("PLATTER_LAB_NODES", 3)
-LAB_DISKS_PER_NODE = envint("PLATTER_LAB_DISKS", 6)
-LAB_DISK_SIZE_MB = envint("PLATTER_LAB_DISK_SIZE_MB", 1024)
-LAB_DISK_FS = envstr("PLATTER_LAB_DISK_FS", "ext4")
-# The last disks of each lab node are labelled SSD so HDD/SSD choices can be tried.
-LAB_SSD_PER_NODE = envint("PLATTER_LAB_SSD_PER_NODE", 2)
-LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
-LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
-LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
-# Which slice of LAB_SUBNET this portal's lab network hands out (0-7): test runs sharing the
-# lab use their own slice (see test.py), so their addresses never collide with the dev portal.
-LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
-# Cluster networks: a /24 per segment (one bridge each, standing for a site's VLAN), as many
-# per portal slot as clusters it may hold at once (see apps/lab/segments.py).
-LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", "10.214.0.0/16")
-LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
-LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
-# Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
-LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb"])
-# The lab's fio image: the host's fio and its libraries on top of the base image.
-LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
-# Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.
-LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
 
 # Logs: one handler on the root logger (stderr), so Django's request logging, Celery's worker
 # logs (CELERY_WORKER_HIJACK_ROOT_LOGGER below) and ours all go the same way. Every line
