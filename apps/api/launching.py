@@ -1,6 +1,7 @@
 """Turning a launch request body into a services.launch call; shared by the Platter API and
 the CESGA-compatible surface. The body is the product's options plus the launch-level keys
-of catalog.options.LAUNCH_KEYS."""
+(name, disk_kind, lease, reuse_data_from), all checked by apps.clusters.requests.parse_launch,
+as the web form's are."""
 
 from typing import Any
 
@@ -10,12 +11,11 @@ from apps.catalog.models import ProductVersion
 from apps.catalog.services import launchable_versions
 from apps.clusters import names
 from apps.clusters.models import Cluster
-from apps.clusters.services import ReuseError, launch
+from apps.clusters.requests import parse_launch
+from apps.clusters.services import launch
 
-from .serializers.clusters import LaunchSerializer
-
-# Keys that never reach the product options (product/version come with POST /clusters).
-ENVELOPE_KEYS = ("name", "lease", "reuse_data_from", "product", "version")
+# Keys of POST /clusters that name the version rather than launch it.
+VERSION_KEYS = ("product", "version")
 
 
 def find_version(product: str, version: str) -> ProductVersion | None:
@@ -23,24 +23,18 @@ def find_version(product: str, version: str) -> ProductVersion | None:
 
 
 def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
-    """Validate the envelope, then let the services resolve the options (OptionsError),
-    check the quota (QuotaExceeded) and queue the cluster."""
+    """Parse the request (LaunchError, an OptionsError: 400 naming each bad field), then let
+    the services check the quota (QuotaExceeded) and queue the cluster."""
     if not isinstance(body, dict):
         raise serializers.ValidationError(
             {"options": f"must be a JSON object, got {type(body).__name__}"}
         )
-    envelope = LaunchSerializer(data={k: v for k, v in body.items() if k in ENVELOPE_KEYS})
-    envelope.is_valid(raise_exception=True)
-    launch_keys = envelope.validated_data
-    options = {k: v for k, v in body.items() if k not in ENVELOPE_KEYS}
-
-    reuse = None
-    if "reuse_data_from" in launch_keys:
-        reuse = Cluster.objects.filter(owner=user, id=launch_keys["reuse_data_from"]).first()
-        if reuse is None:
-            raise ReuseError(f"you have no cluster {launch_keys['reuse_data_from']}")
-    name = launch_keys.get("name") or _default_name(user, version)
-    return launch(user, version, name, options, launch_keys.get("lease"), reuse, actor=user)
+    request = parse_launch(version, {k: v for k, v in body.items() if k not in VERSION_KEYS}, user)
+    name = request.name or _default_name(user, version)
+    return launch(
+        user, version, name, request.options, request.lease_hours, request.reuse_data_from,
+        actor=user,
+    )  # fmt: skip
 
 
 def _default_name(user, version: ProductVersion) -> str:

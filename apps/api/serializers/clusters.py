@@ -1,11 +1,15 @@
+from typing import Any
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.catalog.options import DISK_KINDS
 from apps.clusters import connection, queue
 from apps.clusters.data_path import data_path
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
+from apps.clusters.requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 
 from .progress import QueueSerializer
 
@@ -168,21 +172,28 @@ class ClusterDetailSerializer(ClusterSerializer):
 
 class LaunchSerializer(serializers.Serializer):
     """Launch-level keys; every other key of the body is a product option (see the version's
-    ``options``), e.g. ``size``, ``disks``, ``cpu``, ``mem``."""
+    ``options``), e.g. ``size``, ``disks``, ``cpu``, ``mem``. This documents the body (the
+    OpenAPI schema); apps.clusters.requests.parse_launch checks it, as for the web form."""
 
     name = serializers.SlugField(max_length=63, required=False)
-    disk_kind = serializers.ChoiceField(choices=["hdd", "ssd", "nvme"], required=False)
-    lease = serializers.FloatField(required=False, help_text="hours", min_value=0.001,
-                                   max_value=10**6)  # fmt: skip
+    disk_kind = serializers.ChoiceField(choices=list(DISK_KINDS), required=False)
+    lease = serializers.FloatField(required=False, help_text="hours", min_value=LEASE_MIN_HOURS,
+                                   max_value=LEASE_MAX_HOURS)  # fmt: skip
     reuse_data_from = serializers.IntegerField(
-        required=False, min_value=1, max_value=2**63 - 1,
-        help_text="id of a destroyed cluster of yours",
+        required=False, min_value=1, max_value=MAX_ID,
+        help_text="id of a destroyed cluster of yours, of the same product",
     )  # fmt: skip
 
 
 class ClusterCreateSerializer(LaunchSerializer):
     product = serializers.CharField()
     version = serializers.CharField()
+
+    def to_internal_value(self, data: Any) -> dict:
+        # Only which version: the launch keys are parse_launch's (one parser, one message).
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in LaunchSerializer._declared_fields}
+        return super().to_internal_value(data)
 
 
 class ExtendSerializer(serializers.Serializer):
