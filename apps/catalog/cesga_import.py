@@ -55,6 +55,7 @@ REGISTRATION_CLUSTERID = "registration"
 # capacity and the user's quota still decide at launch.
 OPEN_MAX = {"count": 16, "cores": 16, "memory_mb": 65536, "disks": 8}
 FLOOR = {"count": 1, "cores": 1, "memory_mb": 64, "disks": 0}
+CEILING = {"cores": 1024, "memory_mb": 16 * 1024 * 1024}  # far beyond any node
 NODE_KEYS = {"docker_image", "docker_opts", "cpu", "mem", "disks", "networks", "command"}
 PROPS = ("count", "cores", "memory_mb", "disks")
 
@@ -324,8 +325,8 @@ def parse_node(name: str, spec: Any, warnings: list[str]) -> Node:
     image = spec["docker_image"]
     if not isinstance(image, str) or not image.strip() or len(image) > 255:
         raise RegistrationError(f"{where}: docker_image must be an image name")
-    cores = _whole(spec["cpu"], f"{where}: cpu", FLOOR["cores"])
-    memory = _whole(spec["mem"], f"{where}: mem (MB)", FLOOR["memory_mb"])
+    cores = _whole(spec["cpu"], f"{where}: cpu", FLOOR["cores"], CEILING["cores"])
+    memory = _whole(spec["mem"], f"{where}: mem (MB)", FLOOR["memory_mb"], CEILING["memory_mb"])
     destinations = _disk_destinations(spec.get("disks", {}), where, warnings)
     opts = parse_docker_opts(spec.get("docker_opts"), name, set(destinations), warnings)
     extra = sorted(set(spec) - NODE_KEYS)
@@ -344,13 +345,13 @@ def parse_node(name: str, spec: Any, warnings: list[str]) -> Node:
     )
 
 
-def _whole(value: Any, where: str, floor: int) -> int:
+def _whole(value: Any, where: str, floor: int, ceiling: int) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise RegistrationError(f"{where} must be a whole number, got {json.dumps(value)[:40]}")
-    if value < floor:
-        raise RegistrationError(f"{where} must be at least {floor}, got {value}")
+    if not floor <= value <= ceiling:
+        raise RegistrationError(f"{where} must be between {floor} and {ceiling}, got {value}")
     return value
 
 

@@ -7,6 +7,7 @@ transaction: a template or options Platter refuses leave the version as it was."
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,10 +53,18 @@ class Outcome:
         }
 
 
+def no_nul(what: str, value: Any) -> None:
+    """PostgreSQL stores no NUL character in text or JSON: refuse it here, naming the part."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if "\x00" in text or "\\u0000" in text:
+        raise RegistrationError(f"{what}: contains a NUL character")
+
+
 def register(user, body: Any) -> Outcome:
     """POST /products: {name, version, description, logo_url}."""
     if not isinstance(body, dict):
         raise RegistrationError("body: must be a JSON object with name, version, description")
+    no_nul("body", body)
     name, number = body.get("name"), body.get("version")
     if not isinstance(name, str) or not PRODUCT_NAME.fullmatch(name):
         raise RegistrationError(
@@ -113,16 +122,19 @@ def find(name: str, number: str) -> CesgaRegistration | None:
 
 
 def put_template(user, registration: CesgaRegistration, text: str) -> Outcome:
+    no_nul("template", text)
     return _update(user, registration, template=text)
 
 
 def put_options(user, registration: CesgaRegistration, options: Any) -> Outcome:
+    no_nul("options", options)
     check_options(options)  # refused at once, even before the template is there
     return _update(user, registration, options=options)
 
 
 def put_orchestrator(registration: CesgaRegistration, text: str) -> Outcome:
     """Stored for the admin to read and convert; never executed by the portal."""
+    no_nul("orchestrator", text)
     if len(text) > MAX_ORCHESTRATOR:
         raise RegistrationError(f"orchestrator: longer than {MAX_ORCHESTRATOR} characters")
     registration.orchestrator = text
@@ -138,6 +150,7 @@ def _update(user, registration: CesgaRegistration, **changes: Any) -> Outcome:
         warnings: list[str] = []
         if not registration.missing:
             converted = convert(registration.template, registration.options)
+            no_nul("template (rendered)", converted.rendered)
             _apply(registration.version, converted)
             registration.rendered, registration.warnings = converted.rendered, converted.warnings
             warnings = converted.warnings

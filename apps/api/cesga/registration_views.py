@@ -95,6 +95,8 @@ class Options(StaffWrites, ProductOptions):
             options = json.loads(text_body(request, "options"))
         except json.JSONDecodeError as exc:
             raise refused(f"options: not JSON ({exc.msg} at line {exc.lineno})") from None
+        except ValueError as exc:  # e.g. a number of more digits than int() converts
+            raise refused(f"options: {exc}") from None
         try:
             outcome = registration.put_options(request.user, found, options)
         except RegistrationError as exc:

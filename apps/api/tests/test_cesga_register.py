@@ -178,3 +178,26 @@ def test_a_new_template_makes_a_new_revision(cesga, catalog):
     assert version.roles[0]["memory_mb"]["default"] == 96
     assert ProductRevision.objects.filter(version=version).count() == 2
     assert json.loads(json.dumps(version.cesga_registration.rendered))["dnsname"] == "registration"
+
+
+@pytest.mark.parametrize(
+    "part, body, problem",
+    [("products", {"name": "tiny", "version": "1", "description": "a\x00b"},
+      "body: contains a NUL character"),
+     ("options", '{"required": {"size": 1}, "descriptions": {"size": "a\\u0000"}}',
+      "options: contains a NUL character"),
+     ("options", '{"required": {"size": 1' + "0" * 5000 + "}}", "options: Exceeds the limit"),
+     ("template", TEMPLATE.replace("storage", "\x00"), "template: contains a NUL character"),
+     ("template", TEMPLATE.replace('"cpu": 1,', '"cpu": 10000000000000000000000,'),
+      "node master: cpu must be between 1 and 1024"),
+     ("orchestrator", "run('\x00')", "orchestrator: contains a NUL character")],
+)  # fmt: skip
+def test_hostile_bodies_get_a_400_naming_the_part(cesga, catalog, part, body, problem):
+    admin = cesga("admin")
+    if part == "products":
+        response = admin.post(f"{BASE}/products", body, format="json")
+    else:
+        register(admin)
+        response = admin.put(f"{BASE}/products/tiny/1.0/{part}", body, content_type="text/plain")
+    assert response.status_code == 400, response.content
+    assert problem in response.json()["message"]
