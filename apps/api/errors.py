@@ -7,8 +7,11 @@
 ``retry_after`` with 429s (next to the Retry-After header). Domain exceptions of the services
 are translated here, so views simply call the services."""
 
+import re
 from typing import Any
 
+from django.apps import apps as django_apps
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -34,8 +37,23 @@ class ApiError(exceptions.APIException):
         self.extra = extra
 
 
+# Django's get_object_or_404 names the model class ("No ProductVersion matches the given query.").
+NO_MATCH = re.compile(r"No (\w+) matches the given query\.")
+
+
+def _not_found_in_words(exc: Http404) -> Http404:
+    """The same 404 naming what was not found as users say it ("no such product version")."""
+    match = NO_MATCH.fullmatch(str(exc))
+    if match is None:
+        return exc
+    names = {model.__name__: model._meta.verbose_name for model in django_apps.get_models()}
+    return Http404(f"no such {names.get(match[1], 'object')}")
+
+
 def translate(exc: Exception) -> Exception:
     """Domain exceptions as API errors; anything else unchanged."""
+    if isinstance(exc, Http404):
+        return _not_found_in_words(exc)
     if isinstance(exc, OptionsError):
         return ApiError(400, "invalid_options", "invalid launch options", fields=exc.errors)
     if isinstance(exc, QuotaExceeded):

@@ -15,7 +15,7 @@ from apps.accounts.models import LIMIT_FIELDS, Quota
 
 from . import placement
 from .models import Cluster
-from .quotas import Demand, default_limits, group_usage, user_usage
+from .quotas import LIMIT_WORDS, Demand, default_limits, group_usage, user_usage
 
 NO_DEMAND = Demand(instances=0, cores=0, memory_mb=0, disks_by_kind={})
 
@@ -31,7 +31,10 @@ class LimitUsage:
 
     @property
     def label(self) -> str:
-        return self.limit.removeprefix("max_").replace("_", " ").replace("memory mb", "memory (MB)")
+        """What the limit counts, in words ("HDD disks", not "disks hdd")."""
+        if self.limit == "max_memory_mb":
+            return "memory (MB)"
+        return LIMIT_WORDS.get(self.limit, ("", self.limit))[1]
 
     @property
     def after(self) -> int:

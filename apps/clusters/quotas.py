@@ -23,15 +23,33 @@ from .models import LIVE_STATES
 DISK_KINDS = ("hdd", "ssd", "nvme")
 
 
+# What each limit counts, as the quota messages say it (one, several).
+LIMIT_WORDS = {
+    "max_clusters": ("cluster", "clusters"),
+    "max_instances": ("instance", "instances"),
+    "max_cores": ("core", "cores"),
+    "max_memory_mb": ("MB of memory", "MB of memory"),
+    "max_disks": ("disk", "disks"),
+    **{f"max_disks_{k}": (f"{k.upper()} disk", f"{k.upper()} disks") for k in DISK_KINDS},
+}
+
+
+def amount(count: int, limit: str) -> str:
+    """A count in the words of a limit: "8 cores", "1 HDD disk"."""
+    one, several = LIMIT_WORDS.get(limit, (limit, limit))
+    return f"{count} {one if count == 1 else several}"
+
+
 class QuotaExceeded(PermissionError):
-    """A request would take a user (or their group) over a limit: worth an HTTP 403."""
+    """A request would take a user (or their group) over a limit: worth an HTTP 403.
+    `limit` is the Quota field's name (the API's quota.limit); the message is in words."""
 
     def __init__(self, limit: str, asked: int, used: int, maximum: int, scope: str) -> None:
         self.limit, self.asked, self.used, self.maximum, self.scope = (
             limit, asked, used, maximum, scope,
         )  # fmt: skip
         super().__init__(
-            f"quota {limit} of {scope} is {maximum}: asked {asked}, already using {used}"
+            f"the quota of {scope} is {amount(maximum, limit)}: {used} in use, {asked} more asked"
         )
 
 

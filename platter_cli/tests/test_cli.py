@@ -161,7 +161,7 @@ def test_over_quota_is_exit_5_naming_the_limit(logged_in, alice):
     Quota.objects.create(user=alice, max_cores=2)
     ran = logged_in("launch", "demo", "1.0", "--size", "2")
     assert ran.returncode == 5, ran
-    assert ran.stderr.startswith("platter: over quota: quota max_cores of user alice is 2")
+    assert ran.stderr.startswith("platter: over quota: the quota of user alice is 2 cores")
     body = logged_in("launch", "demo", "1.0", "--size", "2", "--json").json()
     assert body["error"] == "quota_exceeded" and body["exit_code"] == 5
     assert body["quota"]["limit"] == "max_cores" and body["quota"]["maximum"] == 2

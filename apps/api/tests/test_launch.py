@@ -93,7 +93,7 @@ def test_it_answers_403_naming_the_quota_limit(api, demo, alice):
     response = api("owner").post("/api/v1/products/demo/1.0", {"size": 2}, format="json")
     assert response.status_code == 403
     body = response.json()
-    assert body["error"] == "quota_exceeded" and "max_cores" in body["message"]
+    assert body["error"] == "quota_exceeded" and "is 2 cores" in body["message"]
     assert body["quota"] == {"limit": "max_cores", "scope": "user alice", "asked": 3, "used": 0,
                              "maximum": 2}  # fmt: skip
 

@@ -216,7 +216,7 @@ def test_a_group_quota_is_checked_again_when_reserving(alice, bob):
     assert isinstance(reserve(first.id), Reservation)
     outcome = reserve(second.id)
     assert (outcome.cause, outcome.quota.scope, outcome.quota.used) == ("quota", "group team", 5)
-    assert "quota max_cores of group team is 8: asked 4, already using 5" in outcome.message
+    assert "the quota of group team is 8 cores: 5 in use, 4 more asked" in outcome.message
 
 
 def test_it_prepares_its_statements_unless_a_pooler_is_configured(alice, monkeypatch):

@@ -65,7 +65,7 @@ def test_an_over_quota_launch_shows_the_quota_message_and_creates_nothing(page, 
     page.locator("#preview").get_by_text("Over your quota").wait_for()
     page.get_by_role("button", name="Launch").click()
     alert = page.get_by_role("alert")
-    assert "quota max_instances of user demo is 8" in alert.inner_text()
+    assert "the quota of user demo is 8 instances" in alert.inner_text()
     shot(page, "launch-over-quota")
     assert not Cluster.objects.exists()
 

@@ -87,7 +87,7 @@ def test_an_over_quota_launch_says_so_and_creates_nothing(as_alice, alice, demo,
     Quota.objects.create(user=alice, max_instances=2)
     response = as_alice.post(launch_url(demo), {"name": "big", "size": 4, "disk_kind": "hdd"})
     assert response.status_code == 400
-    assert "Over your quota: quota max_instances" in response.content.decode()
+    assert "Over your quota: the quota of user alice is 2 instances" in response.content.decode()
     assert not Cluster.objects.filter(owner=alice).exists()
 
 

@@ -80,7 +80,9 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     except OptionsError as exc:
         errors = {**exc.errors, **errors}
     if errors:
-        return {"preview": None, "preview_errors": errors, **missing}
+        # By the labels the form shows ("Cores per instance"), not the option names ("cpu").
+        labelled = {(form[k].label if k in form.fields else k): v for k, v in errors.items()}
+        return {"preview": None, "preview_errors": labelled, **missing}
     roles: dict[str, int] = {}
     for instance in spec.instances:
         roles[instance.role] = roles.get(instance.role, 0) + 1
