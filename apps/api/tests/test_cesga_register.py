@@ -201,3 +201,22 @@ def test_hostile_bodies_get_a_400_naming_the_part(cesga, catalog, part, body, pr
         response = admin.put(f"{BASE}/products/tiny/1.0/{part}", body, content_type="text/plain")
     assert response.status_code == 400, response.content
     assert problem in response.json()["message"]
+
+
+def test_admins_see_the_orchestrator_on_the_version_and_the_registration(
+    cesga, catalog, client, admin_user
+):
+    register(cesga("admin"))
+    version = ProductVersion.objects.get(product__name="tiny")
+    client.force_login(admin_user)
+    page = client.get(f"/admin/catalog/productversion/{version.id}/change/")
+    assert page.status_code == 200
+    assert (
+        b"CESGA orchestrator" in page.content
+        and b"run(&#x27;echo configured&#x27;)" in page.content
+    )
+    registration = version.cesga_registration
+    shown = client.get(f"/admin/api/cesgaregistration/{registration.id}/change/")
+    assert shown.status_code == 200
+    assert b"template rendered with the defaults" in shown.content.lower()
+    assert b"services head, workers: kept with the registration" in shown.content
