@@ -256,7 +256,11 @@ SCHEDULER_CANDIDATE_WINDOW = envint("PLATTER_SCHEDULER_CANDIDATE_WINDOW", 16)
 SCHEDULER_RESERVE_ATTEMPTS = envint("PLATTER_SCHEDULER_RESERVE_ATTEMPTS", 5)
 # Admission queue order: "fifo" (oldest first) or "sjf" (shortest declared lease first).
 SCHEDULER_QUEUE_ORDER = envstr("PLATTER_SCHEDULER_QUEUE_ORDER", "fifo")
-# Strict order stops at the first queued cluster that does not fit; backfill tries the rest.
+# Strict order stops at the first queued cluster that does not fit (the head). Backfill
+# (conservative, EASY) lets a later cluster go now only if it fits now and its lease ends by the
+# head's shadow time: when the head fits if the clusters holding resources end with their
+# leases. Clusters without a lease end never go ahead of a waiting head, and nothing does while
+# the head waits on such a cluster (apps/clusters/backfill.py).
 SCHEDULER_QUEUE_BACKFILL = envbool("PLATTER_SCHEDULER_QUEUE_BACKFILL", False)
 # Retry queued clusters as soon as a release commits (off: a periodic task does it).
 SCHEDULER_ADMIT_ON_RELEASE = envbool("PLATTER_SCHEDULER_ADMIT_ON_RELEASE", True)
