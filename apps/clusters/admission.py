@@ -5,7 +5,7 @@ import logging
 from django.conf import settings
 from django.db.models import F
 
-from . import jobs, placement
+from . import backfill, jobs, placement
 from .models import Cluster
 from .reservation import Rejection, Reservation, release, reserve
 from .transitions import record_event, transition
@@ -32,31 +32,85 @@ def queue_order() -> list[int]:
 
 def admit_queued() -> list[int]:
     """Try to reserve queued clusters in queue order; returns the ids now placed. In strict
-    order the first cluster that does not fit stops the pass, so big clusters never starve
-    behind a stream of small ones; with SCHEDULER_QUEUE_BACKFILL the rest are tried too."""
-    placed = []
+    order the first cluster that does not fit (the head) stops the pass, so big clusters never
+    starve behind a stream of small ones. With SCHEDULER_QUEUE_BACKFILL a later cluster may
+    go ahead of the head only if it cannot delay it (backfill.py)."""
+    outcomes = _admission_pass()
+    return [cid for cid, outcome in outcomes.items() if isinstance(outcome, Reservation)]
+
+
+def _admission_pass(caller: int | None = None) -> dict[int, Reservation | Rejection | None]:
+    """One pass over the queue: each tried cluster's outcome. The caller's own cluster, when
+    placed, gets no launch task: the caller is that launch."""
+    outcomes: dict[int, Reservation | Rejection | None] = {}
     try:
         order = queue_order()
     except Exception:  # (it runs after others' commits: never fail their work)
         log.exception("could not read the admission queue")
-        return placed
+        return outcomes
+    shadow = None  # once a head waits: when it can start at the latest
     for cluster_id in order:
-        outcome = reserve_or_fail(cluster_id)
-        if _capacity_short(outcome) and _stop_avoiding(cluster_id):
-            outcome = reserve_or_fail(cluster_id)
+        if shadow is not None and (waits := _may_not_pass(cluster_id, shadow)):
+            outcomes[cluster_id] = waits
+            continue
+        outcome = _reserve_once_more(cluster_id)
+        outcomes[cluster_id] = outcome
         if outcome is None:
             continue  # that cluster failed on its own; the rest of the queue goes on
         if isinstance(outcome, Reservation):
-            placed.append(cluster_id)
-            jobs.dispatch(jobs.LAUNCH, cluster_id)  # the worker creates its containers
+            if cluster_id != caller:
+                jobs.dispatch(jobs.LAUNCH, cluster_id)  # the worker creates its containers
         elif (
-            isinstance(outcome, Rejection)
+            shadow is None
+            and isinstance(outcome, Rejection)
             and outcome.cause in ("capacity", "contention")
-            and not settings.SCHEDULER_QUEUE_BACKFILL
             and not _set_aside(cluster_id, outcome)
         ):
-            break
-    return placed
+            if not settings.SCHEDULER_QUEUE_BACKFILL:
+                break
+            shadow = _head_waits(cluster_id, outcome)
+    return outcomes
+
+
+def _reserve_once_more(cluster_id: int) -> Reservation | Rejection | None:
+    outcome = _reserve_or_fail(cluster_id)
+    if _capacity_short(outcome) and _stop_avoiding(cluster_id):
+        outcome = _reserve_or_fail(cluster_id)
+    return outcome
+
+
+def _head_waits(cluster_id: int, rejection: Rejection) -> backfill.Shadow:
+    """The head's shadow time, with its reason saying when it can start; unknown (nothing
+    goes ahead of it) if working it out fails."""
+    try:
+        shadow = backfill.shadow_of(cluster_id)
+    except Exception:  # a bug here must not stop the queue; nothing backfills
+        log.exception("could not work out when cluster %s can start", cluster_id)
+        shadow = backfill.Shadow(cluster_id, f"cluster {cluster_id}", None, "not worked out")
+    _wait(cluster_id, backfill.head_reason(rejection.message, shadow))
+    return shadow
+
+
+def _may_not_pass(cluster_id: int, shadow: backfill.Shadow) -> Rejection | None:
+    """A Rejection (recorded as the cluster's reason) when it could delay the head."""
+    cluster = Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED).first()
+    if cluster is None:
+        return Rejection(cluster_id, "state", "no longer queued")
+    reason = backfill.refusal(cluster, shadow)
+    if reason is None:
+        return None
+    _wait(cluster_id, reason)
+    return Rejection(cluster_id, "turn", reason)
+
+
+def _wait(cluster_id: int, reason: str) -> None:
+    """Record why a queued cluster waits (an event only when the reason changes)."""
+    if (
+        Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED)
+        .exclude(reason=reason)
+        .update(reason=reason)
+    ):
+        record_event(cluster_id, f"waiting: {reason}")
 
 
 def _capacity_short(outcome: Reservation | Rejection | None) -> bool:
@@ -81,16 +135,29 @@ def _set_aside(cluster_id: int, rejection: Rejection) -> bool:
     if not problem:
         return False
     reason = f"could not run on the pool as it is now ({problem}); waits for the pool to change"
-    if (
-        Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED)
-        .exclude(reason=reason)
-        .update(reason=reason)
-    ):
-        record_event(cluster_id, f"waiting: {reason}")
+    _wait(cluster_id, reason)
     return True
 
 
 def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
+    """A launch's own reservation (the launch task calls it), in turn: with backfill on and
+    clusters queued ahead of this one, the queue is admitted in order instead, so a new
+    launch never jumps ahead of a waiting head that it could delay. Otherwise
+    _reserve_or_fail()."""
+    if settings.SCHEDULER_QUEUE_BACKFILL and _queued_ahead(cluster_id):
+        outcome = _admission_pass(caller=cluster_id)
+        if cluster_id in outcome:
+            return outcome[cluster_id]
+        return Rejection(cluster_id, "state", "no longer queued")
+    return _reserve_or_fail(cluster_id)
+
+
+def _queued_ahead(cluster_id: int) -> bool:
+    order = queue_order()
+    return cluster_id in order and order.index(cluster_id) > 0
+
+
+def _reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
     """reserve(), except that an unexpected error (a bug, a shape the planner mishandles)
     fails this one cluster with the reason, gives back anything it held and returns None,
     instead of stopping the queue or whoever released capacity (a destroy) with it."""

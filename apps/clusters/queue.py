@@ -1,9 +1,12 @@
 """Where a queued cluster stands in the admission queue, and why it waits.
 
 The position is in the order admission.admit_queued tries clusters (settings
-SCHEDULER_QUEUE_ORDER). The reason is the one the last reservation attempt recorded on the
-cluster; a cluster that was not tried yet (strict order stops at the first that does not fit)
-waits for those ahead of it.
+SCHEDULER_QUEUE_ORDER). The reason is the one the last admission pass recorded on the
+cluster. In strict order a cluster behind the first one that does not fit is not tried: it
+waits its turn. With SCHEDULER_QUEUE_BACKFILL each pass records on every queued cluster why it
+waits: the head (the first that does not fit) says when it can start at the latest, and a later
+one why it may not go ahead of it (no lease end, a lease ending after that time, or the head's
+start time unknown) or, when it may, what it lacks now (backfill.py).
 """
 
 from dataclasses import dataclass
