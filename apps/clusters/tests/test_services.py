@@ -73,10 +73,10 @@ def test_fifo_takes_the_oldest_and_sjf_the_shortest_lease(alice, settings):
 
 def test_strict_order_stops_at_the_first_misfit_unless_backfilling(alice, settings):
     make_node(disks={"hdd": 3})
-    running = make_cluster(alice, wants(1, disks=1))
+    running = make_cluster(alice, wants(1, disks=1), lease_hours=2)
     reserve(running.id)  # holds one disk: the big one below fits the pool, but not now
     big = make_cluster(alice, wants(1, disks=3))
-    small = make_cluster(alice, wants(1, disks=1))
+    small = make_cluster(alice, wants(1, disks=1), lease_hours=1)  # back before big can start
     settings.SCHEDULER_QUEUE_BACKFILL = False
     assert admit_queued() == []
     settings.SCHEDULER_QUEUE_BACKFILL = True
