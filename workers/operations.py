@@ -170,9 +170,10 @@ def reason(operation: Operation, error: Exception) -> str:
         return f"{error}; no other node could take the cluster. Try again later."
     if isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
         return str(error)
+    # A bug: its exception is in the worker's log (_failed); users get words, not a class name.
     return (
-        f"Platter could not {operation.name} this cluster ({type(error).__name__}: {error}). "
-        "Please report it to the administrators."
+        f"Platter could not {operation.name} this cluster because of an unexpected error, "
+        "logged for the administrators. Please report it to them."
     )
 
 
