@@ -519,6 +519,8 @@ def _check_options(schema: OptionsSchema, roles: list[Role] | None, out: list[Pr
 
 
 def _check_option(o: Option, where: Path, roles: list[Role] | None, out: list[Problem]) -> None:
+    if not o.description.strip():
+        out.append(Problem((*where, "description"), "required: what users read on the form"))
     if o.type == "int" and o.min is not None and o.max is not None and o.min > o.max:
         out.append(Problem(where, f"min {o.min} is greater than max {o.max}"))
         return
