@@ -460,7 +460,7 @@ def convert(template: str, options: Any) -> Converted:
                 f"option {name}: another value changes the nodes in a way Platter cannot map "
                 f"onto roles; it is kept at its default {json.dumps(defaults[name])}"
             )
-        elif found:
+        elif isinstance(found, tuple):
             sets[name] = found
 
     roles = [_role(g, sets) for g in groups]

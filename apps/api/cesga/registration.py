@@ -96,7 +96,7 @@ def register(user, body: Any) -> Outcome:
         if version is not None and not CesgaRegistration.objects.filter(version=version).exists():
             raise AlreadyInCatalog(f"{name} {number} is already in the catalog")
         created = version is None
-        if created:
+        if version is None:
             # Disabled, with no roles, until its template and options make its definition.
             version = ProductVersion.objects.create(
                 product=product, version=number, description=description, enabled=False

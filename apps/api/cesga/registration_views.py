@@ -30,14 +30,12 @@ class StaffOnly(IsAdminUser):
     message = "only staff register products"
 
 
-class StaffWrites:
+class StaffWrites(CesgaView):
     """Reads as the view allows them; writes (registration) for staff only."""
-
-    request: Request
 
     def get_permissions(self):
         if self.request.method in SAFE_METHODS:
-            return super().get_permissions()  # type: ignore[misc]
+            return super().get_permissions()
         return [StaffOnly()]
 
 
@@ -52,7 +50,7 @@ def registered(name: str, version: str) -> CesgaRegistration:
     return found
 
 
-def refused(exc: Exception) -> ApiError:
+def refused(exc: Exception | str) -> ApiError:
     return ApiError(400, "invalid_registration", str(exc))
 
 

@@ -9,7 +9,7 @@ from apps.clusters.models import Cluster
 
 S = Cluster.State
 
-WORDS = {
+WORDS: dict[str, str] = {
     S.QUEUED: "registered",
     S.PLACING: "scheduling",
     S.CONFIGURING: "configuring",
