@@ -12,14 +12,12 @@ unknown keys, what is required), then plain code checks what spans fields (range
 defaults, role names used by options, ports and steps, placeholders). The second pass runs on
 whatever fields parsed, so an admin sees every problem at once.
 
-This module imports nothing else of the catalog: options.py, templating.py and models.py build
-on it (no import cycle)."""
+This module imports nothing else of the catalog but its errors (spec_errors.py): options.py,
+templating.py and models.py build on it (no import cycle)."""
 
 from __future__ import annotations
 
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Any, Literal, NamedTuple
@@ -27,6 +25,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
+
+from .spec_errors import DefinitionError, Path, Problem, brief, from_pydantic
 
 # Launch-level keys a launch request may carry next to the product options.
 LAUNCH_KEYS = frozenset({"name", "disk_kind", "lease", "reuse_data_from"})
@@ -268,21 +268,21 @@ def check_value(option: Option, value: Any) -> tuple[Any, str | None]:
     if option.type == "int":
         number = _as_int(value)
         if number is None:
-            return None, f"must be an integer, got {_brief(value)}"
+            return None, f"must be an integer, got {brief(value)}"
         low, high = option.min, option.max
         if low is not None and high is not None and not low <= number <= high:
-            return None, f"must be between {low} and {high}, got {_brief(number)}"
+            return None, f"must be between {low} and {high}, got {brief(number)}"
         if low is not None and number < low:
-            return None, f"must be at least {low}, got {_brief(number)}"
+            return None, f"must be at least {low}, got {brief(number)}"
         if high is not None and number > high:
-            return None, f"must be at most {high}, got {_brief(number)}"
+            return None, f"must be at most {high}, got {brief(number)}"
         return number, None
     if option.type == "bool":
         if isinstance(value, bool):
             return value, None
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true", None
-        return None, f"must be true or false, got {_brief(value)}"
+        return None, f"must be true or false, got {brief(value)}"
     if option.type == "choice":
         choices = option.choices or []
         for choice in choices:
@@ -290,9 +290,9 @@ def check_value(option: Option, value: Any) -> tuple[Any, str | None]:
             same = type(value) is type(choice) and value == choice
             if same or (isinstance(value, str) and value == str(choice)):
                 return choice, None
-        return None, f"must be one of {', '.join(map(str, choices))}, got {_brief(value)}"
+        return None, f"must be one of {', '.join(map(str, choices))}, got {brief(value)}"
     if not isinstance(value, str):
-        return None, f"must be a string, got {_brief(value)}"
+        return None, f"must be a string, got {brief(value)}"
     limit = option.max_length or DEFAULT_STR_MAX_LENGTH
     if len(value) > limit:
         return None, f"must be at most {limit} characters, got {len(value)}"
@@ -302,12 +302,6 @@ def check_value(option: Option, value: Any) -> tuple[Any, str | None]:
     if option.pattern and not re.fullmatch(option.pattern, value):
         return None, f"must match {option.pattern}, got {value!r}"
     return value, None
-
-
-def _brief(value: Any) -> str:
-    """A value as an error message quotes it: a 5,000-digit number is not echoed whole."""
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _as_int(value: Any) -> int | None:
@@ -321,111 +315,6 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value):
         return int(value)
     return None
-
-
-# ---------------------------------------------------------------- errors
-
-
-Path = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: Path  # starts with the ProductVersion field, e.g. ("roles", 1, "cores", "max")
-    message: str
-
-    def __str__(self) -> str:
-        where = format_path(self.path)
-        return f"{where}: {self.message}" if where else self.message
-
-
-class DefinitionError(ValueError):
-    """Every problem of a definition; ``by_field()`` groups them per ProductVersion field."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = list(problems)
-        super().__init__("; ".join(map(str, self.problems)))
-
-    def by_field(self) -> dict[str, list[str]]:
-        grouped: dict[str, list[str]] = {}
-        for problem in self.problems:
-            grouped.setdefault(str(problem.path[0]), []).append(str(problem))
-        return grouped
-
-
-def format_path(path: Path) -> str:
-    """("roles", 1, "cores", "max") -> "roles[1].cores.max"."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _from_pydantic(section: str, exc: PydanticValidationError) -> list[Problem]:
-    found = []
-    for error in exc.errors():
-        loc = tuple(p for p in error["loc"] if p != "[key]")
-        path = (section, *loc)
-        kind, given = error["type"], error.get("input")
-        ctx = error.get("ctx") or {}
-        if kind == "extra_forbidden":
-            allowed = _keys_at(SECTION_TYPES[section], loc[:-1])
-            known = f" (allowed: {', '.join(allowed)})" if allowed else ""
-            found.append(Problem(path[:-1], f"unknown key {loc[-1]!r}{known}"))
-            continue
-        messages = {
-            "missing": "required",
-            "int_type": f"must be an integer, got {_brief(given)}",
-            "bool_type": "must be true or false",
-            "string_type": f"must be a string, got {_brief(given)}",
-            "list_type": f"must be a list, got {_brief(given)}",
-            "dict_type": "must be an object",
-            "model_type": "must be an object",
-            "literal_error": f"must be one of {ctx.get('expected')}, got {_brief(given)}",
-            "greater_than_equal": f"must be at least {ctx.get('ge')}, got {_brief(given)}",
-            "less_than_equal": f"must be at most {ctx.get('le')}, got {_brief(given)}",
-            "too_short": "must not be empty",
-            "string_too_short": "must not be empty",
-            "definition": ctx.get("problem", error["msg"]),
-        }
-        if kind.endswith("_type") and path[-1] == "default":
-            kind = "default_type"  # a union of scalars: one message, not one per member
-            messages[kind] = f"must be a number, a string or true/false, got {_brief(given)}"
-        found.append(Problem(path, messages.get(kind, error["msg"])))
-    # A union reports each member's failure at the same place: keep the first of each path.
-    unique: dict[Path, Problem] = {}
-    for problem in found:
-        unique.setdefault(problem.path, problem)
-    return list(unique.values())
-
-
-def _keys_at(kind: Any, loc: tuple) -> list[str]:
-    """The keys a model nested at ``loc`` under ``kind`` allows (for unknown-key messages)."""
-    for part in loc:
-        kind = _unwrap(kind)
-        if isinstance(kind, type) and issubclass(kind, BaseModel):
-            info = kind.model_fields.get(str(part))
-            if info is None:
-                return []
-            kind = info.annotation
-        elif typing.get_origin(kind) in (list, dict):
-            kind = typing.get_args(kind)[-1]
-        else:
-            return []
-    kind = _unwrap(kind)
-    if isinstance(kind, type) and issubclass(kind, BaseModel):
-        return sorted(kind.model_fields)
-    return []
-
-
-def _unwrap(kind: Any) -> Any:
-    """X | None -> X; Annotated[X, ...] -> X."""
-    if typing.get_origin(kind) is Annotated:
-        kind = typing.get_args(kind)[0]
-    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
-        members = [a for a in typing.get_args(kind) if a is not type(None)]
-        kind = members[0] if len(members) == 1 else kind
-    return kind
 
 
 # ---------------------------------------------------------------- parse
@@ -445,7 +334,7 @@ def parse_definition(fields: dict[str, Any], *, checks: bool = True) -> ProductD
         try:
             parsed[section] = ADAPTERS[section].validate_python(fields.get(section, default))
         except PydanticValidationError as exc:
-            problems += _from_pydantic(section, exc)
+            problems += from_pydantic(section, SECTION_TYPES[section], exc)
     if checks:
         problems += _check(parsed, fields)
     if problems:
