@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cesga_render import CPU_SECONDS, MEMORY_BYTES
 from .options import LAUNCH_KEYS, SECTIONS, check_value
 
 RENDERER = Path(__file__).with_name("cesga_render.py")
@@ -182,7 +183,10 @@ def render(template: str, contexts: list[dict]) -> list[dict]:
         ) from None
     if done.returncode != 0:
         # Killed by its CPU limit (SIGXCPU/SIGKILL) or out of memory outside Python's reach.
-        raise RegistrationError("template: rendering needs more work than a template may do")
+        raise RegistrationError(
+            f"template: rendering needs more than {CPU_SECONDS} s of CPU or "
+            f"{MEMORY_BYTES >> 20} MB of memory; refused"
+        )
     return json.loads(done.stdout)["results"]
 
 

@@ -106,6 +106,15 @@ HOSTILE = {
         TEMPLATE.replace("-e ROLE=master", "--net=host -e ROLE=master"),
         "node master: docker_opts --net=host refused: shares a namespace of the node",
     ),
+    "a recursion of 2**40 calls": (
+        "{% macro f(n) %}{% if n %}{{ f(n-1) }}{{ f(n-1) }}{% endif %}{% endmacro %}{{ f(40) }}",
+        "template: rendering needs more than 5 s of CPU or 512 MB of memory; refused",
+    ),
+    "a string doubled to gigabytes": (
+        '{% set s = "x" * 1000000 %}{% set a = s~s~s~s~s~s~s~s %}{% set b = a~a~a~a~a~a~a~a %}'
+        "{% set c = b~b~b~b~b~b~b~b %}{{ c }}",
+        "template: the template needs more than 512 MB to render",
+    ),
     "a disk outside /data": (
         TEMPLATE.replace('"destination": "/data/1"', '"destination": "/var"'),
         "node master: disk1 destination '/var': Platter mounts an instance's dedicated disks",
