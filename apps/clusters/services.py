@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
@@ -19,7 +19,7 @@ from apps.catalog.revisions import current_revision
 from . import jobs, placement
 from .admission import admit_queued
 from .models import LIVE_STATES, Cluster, Instance
-from .names import NameTaken, check_free, is_name_clash
+from .names import NameTaken, create_named
 from .quotas import Demand, QuotaExceeded, check_quota
 from .reservation import Rejection, Reservation, release, reserve
 from .transitions import TransitionError, record_event, transition
@@ -111,22 +111,20 @@ def create_cluster(
     check_quota(owner.id, Demand.of(instances))
     if reuse_data_of is not None and reuse_data_of.owner_id != owner.id:
         raise ReuseError(f"cluster {reuse_data_of.name} belongs to someone else")
-    check_free(owner.id, name)
     revision = current_revision(version)  # the definition it launches with, for good
-    try:
-        cluster = Cluster.objects.create(
+    cluster = create_named(
+        owner.id,
+        name,
+        lambda free: Cluster.objects.create(
             owner=owner,
             version=version,
             revision=revision,
-            name=name,
+            name=free,
             options=options or {},
             expires_at=_lease_end(lease_hours, timezone.now()),
             reuse_data_of=reuse_data_of,
-        )
-    except IntegrityError as exc:  # a launch of the same name committed after our check
-        if is_name_clash(exc):
-            raise NameTaken(name) from None
-        raise
+        ),
+    )
     Instance.objects.bulk_create(
         Instance(
             cluster=cluster, role=i.role, index=i.index, cores=i.cores, memory_mb=i.memory_mb,

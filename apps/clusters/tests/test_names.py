@@ -8,7 +8,7 @@ from django.db import connection, connections, transaction
 
 from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster
-from apps.clusters.names import NameTaken, default_name, free_name
+from apps.clusters.names import NameTaken, create_named, default_name, free_name
 from apps.clusters.services import create_cluster, launch
 
 from .factories import make_roomy_node, make_version, wants
@@ -59,39 +59,43 @@ def test_free_and_default_names_skip_the_names_in_use(alice):
     assert free_name(alice.id, long) == "x" * 61 + "-2"
 
 
-def test_the_constraint_refuses_a_name_the_check_did_not_see(transactional_db, alice):
-    """The IntegrityError path, deterministically: another launch of the same name has
-    inserted its row but not committed when ours checks; ours then waits on the unique index
-    and gets NameTaken once the other commits."""
+def _insert_while_uncommitted(owner, name: str, ours):
+    """Run ours() while another transaction has inserted `owner`'s cluster `name` but not
+    committed, so ours' check cannot see it; the other commits once ours waits on the unique
+    index with its insert. Returns what ours() returned or raised.
+
+    Both insert rows directly (create_named, as create_cluster does, without its quota check):
+    launches through create_cluster hold the owner's row lock from their quota check on, which
+    serializes them before the name check, so only an insert outside that lock reaches the
+    constraint."""
     version = make_version()
     inserted, release, done = threading.Event(), threading.Event(), threading.Event()
+    outcome: list = []
 
-    def other_launch() -> None:
+    def other() -> None:
         try:
             with transaction.atomic():
-                create_cluster(alice, version, "web", wants(1))
+                Cluster.objects.create(owner=owner, version=version, name=name)
                 inserted.set()
                 release.wait(60)
         finally:
             connection.close()
 
-    other = threading.Thread(target=other_launch)
-    other.start()
-    assert inserted.wait(60)
-    outcome: list = []
-
-    def our_launch() -> None:
+    def mine() -> None:
         try:
-            outcome.append(create_cluster(alice, version, "web", wants(1)))
-        except Exception as error:  # noqa: BLE001 (asserted below)
+            outcome.append(ours())
+        except Exception as error:  # noqa: BLE001 (asserted by the callers)
             outcome.append(error)
         finally:
             connection.close()
             done.set()
 
-    ours = threading.Thread(target=our_launch)
-    ours.start()
-    # Ours is past its check once its insert waits on the other's uncommitted row.
+    first = threading.Thread(target=other)
+    first.start()
+    assert inserted.wait(60)
+    second = threading.Thread(target=mine)
+    second.start()
+    waited = False
     with connections["default"].cursor() as cursor:
         while not done.is_set():
             cursor.execute(
@@ -99,17 +103,45 @@ def test_the_constraint_refuses_a_name_the_check_did_not_see(transactional_db, a
                 " AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO \"clusters_cluster\"%%'"
             )
             if cursor.fetchone()[0]:
+                waited = True
                 break
             done.wait(0.05)
     release.set()
-    other.join(60)
-    ours.join(60)
-    assert len(outcome) == 1 and isinstance(outcome[0], NameTaken), outcome
-    assert str(outcome[0]) == "you already have a cluster named web"
+    first.join(60)
+    second.join(60)
+    assert waited, "ours never waited on the other's row: the constraint path was not taken"
+    return outcome[0]
+
+
+def insert(owner, name: str) -> Cluster:
+    version = make_version()
+    return create_named(
+        owner.id, name, lambda free: Cluster.objects.create(owner=owner, version=version, name=free)
+    )
+
+
+def test_the_constraint_refuses_a_name_the_check_did_not_see(transactional_db, alice):
+    """The IntegrityError path: another insert of the same name is not committed when ours
+    checks; ours gets NameTaken once the other commits."""
+    outcome = _insert_while_uncommitted(alice, "web", lambda: insert(alice, "web"))
+    assert isinstance(outcome, NameTaken), outcome
+    assert str(outcome) == "you already have a cluster named web"
     assert Cluster.objects.filter(owner=alice, name="web").count() == 1
 
 
+def test_a_default_name_taken_at_the_insert_moves_on_to_the_next(transactional_db, alice):
+    version = make_version()
+    chosen = default_name(alice, version)
+    assert chosen == "demo-1"
+    outcome = _insert_while_uncommitted(alice, "demo-1", lambda: insert(alice, chosen))
+    assert isinstance(outcome, Cluster), outcome
+    assert outcome.name == "demo-2"
+    assert sorted(Cluster.objects.values_list("name", flat=True)) == ["demo-1", "demo-2"]
+
+
 def test_two_parallel_launches_of_one_name_one_wins(transactional_db, alice):
+    """Real launches at the same instant (they serialize on the owner's quota lock, so the
+    loser's check sees the winner; the constraint path is the tests' above)."""
     load_catalog()
     make_roomy_node()
     from apps.catalog.models import ProductVersion
@@ -160,3 +192,17 @@ def test_the_migration_renames_older_duplicates_before_adding_the_constraint(
     # The oldest keeps its name; later ones take the first free number; destroyed ones and
     # other owners' clusters are left alone.
     assert [names[i] for i in ids] == ["web", "web-3", "web-2", "web", "web-4", "web"]
+
+
+def test_parallel_launches_without_a_name_each_get_a_free_one(transactional_db, alice):
+    """As a script launching a batch with {} at once: none is refused for a name it never
+    chose; each moves on to the next free number."""
+    load_catalog()
+    make_roomy_node()
+    from apps.api.launching import launch_from_body
+    from apps.catalog.models import ProductVersion
+
+    demo = ProductVersion.objects.get(product__name="demo", version="1.0")
+    results = run_together([lambda: launch_from_body(alice, demo, {"size": 1})] * 4)
+    assert all(isinstance(r, Cluster) for r in results), results
+    assert sorted(r.name for r in results) == ["demo-1", "demo-2", "demo-3", "demo-4"]
