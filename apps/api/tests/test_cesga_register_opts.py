@@ -1,9 +1,9 @@
 """docker_opts of a CESGA template: what would escape the container is refused naming the
-option; -e and -u are mapped; the rest is ignored with a warning (apps.catalog.cesga_import)."""
+option; -e and -u are mapped; the rest is ignored with a warning (apps.catalog.cesga_nodes)."""
 
 import pytest
 
-from apps.catalog.cesga_import import RegistrationError, parse_docker_opts
+from apps.catalog.cesga_nodes import RegistrationError, parse_docker_opts
 
 DISKS = {"/data/1", "/data/2"}
 
