@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-DISK_DESTINATION = re.compile(r"/data/([1-9][0-9]{0,3})")
+DISK_DESTINATION = re.compile(r"/data/([0-9]{1,4})")
 FLOOR = {"count": 1, "cores": 1, "memory_mb": 64, "disks": 0}
 CEILING = {"cores": 1024, "memory_mb": 16 * 1024 * 1024}  # far beyond any node
 NODE_KEYS = {"docker_image", "docker_opts", "cpu", "mem", "disks", "networks", "command"}

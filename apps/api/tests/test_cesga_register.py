@@ -229,3 +229,13 @@ def test_admins_see_the_orchestrator_on_the_version_and_the_registration(
     assert shown.status_code == 200
     assert b"template rendered with the defaults" in shown.content.lower()
     assert b"services head, workers: kept with the registration" in shown.content
+
+
+def test_disks_numbered_from_0_as_cesgas_own_templates_do_are_mounted_from_data_1(cesga, catalog):
+    template = TEMPLATE.replace(
+        '"destination": "/data/{{ k }}"', '"destination": "/data/{{ k - 1 }}"'
+    )
+    *_, converted, _ = register(cesga("admin"), template=template)
+    assert converted.status_code == 200, converted.content
+    assert "node worker0: disks at /data/0, /data/1 are mounted at /data/1 .. /data/2 in that " \
+        "order" in converted.json()["warnings"]  # fmt: skip
