@@ -1,4 +1,5 @@
-"""One dockerd per lab node, each with its own data-root, exec-root and containerd."""
+"""One dockerd per lab node, each with its own data-root (a file system with quotas on a loop
+device: apps/lab/dataroot), exec-root and containerd."""
 
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ from apps import nodes
 from apps.nodes import NodeError
 from apps.nodes.engine import Address
 
-from . import host
+from . import dataroot, host
 from .host import LabError
 from .nodes import DOCKER_TLS_PORT, LabNode
 
@@ -21,7 +22,7 @@ def dockerd_command(node: LabNode) -> list[str]:
         "--host",
         f"unix://{node.socket}",
         "--data-root",
-        str(node.home / "docker"),
+        str(dataroot.paths(node)[1]),
         "--exec-root",
         str(node.exec_root),
         "--pidfile",
@@ -37,6 +38,9 @@ def dockerd_command(node: LabNode) -> list[str]:
         "--bridge=none",
         "--log-level=warn",
     ]
+    driver = dataroot.storage_driver(node)
+    if driver:  # the one that enforces a writable-layer limit on that file system
+        command += ["--storage-driver", driver]
     if not node.over_ssh:
         certs = node.spec.home / "pki" / node.name
         command += [
@@ -75,13 +79,23 @@ def start_dockerd(node: LabNode) -> bool:
         stop_dockerd(node)  # its socket is gone, so nobody can reach it: start it afresh
     node.exec_root.mkdir(parents=True, exist_ok=True)
     node.home.mkdir(parents=True, exist_ok=True)
+    made = dataroot.ensure_data_root(node)  # where the writable-layer limit holds
+    try:
+        _popen(node)
+    except OSError:
+        for _, undo in reversed(made):
+            undo()
+        raise
+    return True
+
+
+def _popen(node: LabNode) -> None:
     log = open(node.home / "dockerd.log", "ab")  # noqa: SIM115 (handed to the daemon)
     # A session of its own: Ctrl-C in the terminal that ran `up` must not kill the daemons.
     _started[str(node.pidfile)] = subprocess.Popen(
         dockerd_command(node), stdout=log, stderr=log, start_new_session=True
     )
     log.close()
-    return True
 
 
 def exited(node: LabNode) -> bool:

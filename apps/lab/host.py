@@ -59,12 +59,18 @@ def detach_loop_devices(image: Path) -> None:
         run("losetup", "-d", line.split(":", 1)[0], check=False)
 
 
+def filesystem_type_of(device: str) -> str:
+    """The file system on a device, as blkid reads it ("" when none)."""
+    return run("blkid", "-o", "value", "-s", "TYPE", device, check=False).stdout.strip()
+
+
 def ensure_filesystem(device: str, fs: str, label: str) -> None:
-    probe = run("blkid", "-o", "value", "-s", "TYPE", device, check=False).stdout.strip()
-    if probe == fs:
+    if filesystem_type_of(device) == fs:
         return
     if fs == "xfs":
         run("mkfs.xfs", "-q", "-f", "-L", label[:12], device)
+    elif fs == "btrfs":
+        run("mkfs.btrfs", "-q", "-f", "-L", label[:255], device)
     else:
         run("mkfs.ext4", "-q", "-F", "-L", label[:16], "-E", "lazy_itable_init=1,nodiscard", device)
 
@@ -79,15 +85,35 @@ def mounted_device(path: Path) -> str | None:
     return None
 
 
-def ensure_mounted(device: str, path: Path) -> bool:
-    """True when this call mounted it."""
+def mount_options(path: Path) -> set[str]:
+    """The options path is mounted with, from the kernel's mount table (empty: not mounted)."""
+    target = str(path.resolve())
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, mount_point, _, options, *_ = line.split()
+        if mount_point == target:
+            return set(options.split(","))
+    return set()
+
+
+def filesystem_type(path: Path) -> str:
+    """The type of the file system mounted at path ("" when nothing is)."""
+    target = str(path.resolve())
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, mount_point, fs_type, *_ = line.split()
+        if mount_point == target:
+            return fs_type
+    return ""
+
+
+def ensure_mounted(device: str, path: Path, options: str = "") -> bool:
+    """True when this call mounted it (with `options`, e.g. "pquota", when given)."""
     path.mkdir(parents=True, exist_ok=True)
     current = mounted_device(path)
     if current == device:
         return False
     if current is not None:
         raise LabError(f"{path} already has {current} mounted, expected {device}")
-    run("mount", device, str(path))
+    run("mount", *(["-o", options] if options else []), device, str(path))
     return True
 
 

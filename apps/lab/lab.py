@@ -24,7 +24,7 @@ from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
 from apps.nodes import NodeError
 
-from . import clash, host, segments, ssh
+from . import clash, dataroot, host, segments, ssh
 from .daemons import local_node, start_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
@@ -80,9 +80,17 @@ def host_memory_mb() -> int:
 
 
 @transaction.atomic
-def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
-    """Real inventory records for a lab node: its endpoint, TLS folder and mounted disks."""
+def register(node: LabNode, disks: list[tuple[int, str, Path]], layer: str | None = "") -> Node:
+    """Real inventory records for a lab node: its endpoint, TLS folder and mounted disks.
+    `layer`: whether the node's Docker enforces a writable-layer limit (None: it does; else
+    why not; "" keeps what an earlier `lab up` found), kept in the node's labels."""
     spec = node.spec
+    labels = {"lab": True, "transport": "ssh" if node.over_ssh else "tls"}
+    known = Node.objects.filter(name=node.name).values_list("labels", flat=True).first() or {}
+    if layer != "":
+        labels[LAYER_LABEL] = "enforced" if layer is None else layer
+    elif LAYER_LABEL in known:
+        labels[LAYER_LABEL] = known[LAYER_LABEL]
     # Each lab node may use the whole machine's cores (Docker refuses --cpus above the host's);
     # memory is split so that the lab never promises more than the machine has.
     record, _ = Node.objects.update_or_create(
@@ -93,7 +101,7 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
             "cores": os.cpu_count() or 1,
             "memory_mb": host_memory_mb() // (len(lab_nodes(spec)) + 1),
             "state": Node.State.ACTIVE,
-            "labels": {"lab": True, "transport": "ssh" if node.over_ssh else "tls"},
+            "labels": labels,
             "disk_root": str(node.disk_root),
             "network_parent": spec.bridge,
             "images": node_images(node),
@@ -121,6 +129,11 @@ def register(node: LabNode, disks: list[tuple[int, str, Path]]) -> Node:
     set_disk_state(retired.values_list("id", flat=True), Disk.State.AVAILABLE)
     register_segments(spec)
     return record
+
+
+# A node label: "enforced" when the node's Docker enforces a container's writable-layer size
+# limit (settings.CONTAINER_ROOTFS_LIMIT), else Docker's reason why it cannot.
+LAYER_LABEL = "writable_layer_limit"
 
 
 def register_segments(spec: LabSpec) -> None:
@@ -222,6 +235,7 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
     tar_path = build_base_image_tar(spec.home)
     fio_tar_path = build_fio_image_tar(spec.home)
     disks_of = []
+    layers: dict[str, str | None] = {}  # per node: None, or why the limit cannot hold there
     for node in nodes:
         disks = ensure_disks(node, undo)
         disks_of.append(disks)
@@ -229,6 +243,10 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
         ensure_image(node, tar_path)
         ensure_image(node, fio_tar_path, settings.LAB_FIO_IMAGE)
         ensure_cluster_network(node)
+        layers[node.name] = dataroot.writable_layer_limit(local_node(node))
+        if layers[node.name] is not None:
+            log(f"{node.name}: a container's writable-layer limit cannot be enforced here: "
+                f"{layers[node.name]}")  # fmt: skip
         if node.over_ssh:
             ssh.ensure_ssh_keys(spec)
             if ssh.start_sshd(node):
@@ -236,11 +254,15 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
             if ssh.install_ssh_client_config(node):
                 undo.add("remove the lab's Include line in ~/.ssh/config",
                          lambda: ssh.remove_ssh_client_config(spec))  # fmt: skip
-        log(f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}")
+        log(f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}, "
+            f"data-root {dataroot.describe(node)}")  # fmt: skip
     if spec.products:
         ensure_product_images(nodes, log)
     with transaction.atomic():  # all nodes or none
-        return [register(node, disks) for node, disks in zip(nodes, disks_of, strict=True)]
+        return [
+            register(node, disks, layers[node.name])
+            for node, disks in zip(nodes, disks_of, strict=True)
+        ]
 
 
 def down(log: Log = print, spec: LabSpec | None = None) -> None:
@@ -263,7 +285,13 @@ def down(log: Log = print, spec: LabSpec | None = None) -> None:
 def status(spec: LabSpec | None = None) -> list[dict]:
     rows = []
     for node in lab_nodes(spec):
-        row = {"node": node.name, "endpoint": node.endpoint, "dockerd": "down", "disks": 0}
+        row = {
+            "node": node.name,
+            "endpoint": node.endpoint,
+            "dockerd": "down",
+            "disks": 0,
+            "data_root": dataroot.describe(node),
+        }
         if host.pid_alive(node.pidfile):
             try:
                 local_node(node, timeout=5).ping()

@@ -34,6 +34,7 @@ class LabSpec:
     disk_fs: str = "ext4"
     ssd_per_node: int = 2
     disk_bps_mb: int = 0
+    data_root_mb: int = 32768  # each daemon's XFS data-root (a sparse file: used space only)
     segments_subnet: str = "10.214.0.0/16"
     segments_per_slot: int = 8
     slots: int = 8  # portal slots (dev portal, parallel test runs) sharing the lab's segments

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from . import daemons, host, segments, ssh
+from . import daemons, dataroot, host, segments, ssh
 from .host import LabError
 from .nodes import LabNode, LabSpec, lab_nodes
 
@@ -67,8 +67,8 @@ def stop_node(node: LabNode) -> None:
         daemons.stop_dockerd(node)
     finally:
         survivors = host.kill_processes(host.processes_of([node.home, node.exec_root]))
-        host.unmount_below(node.home / "docker")
         host.unmount_below(node.exec_root)
+        dataroot.release_data_root(node)  # its overlay mounts, itself, its loop device
     if survivors:
         raise LabError(f"{node.name}: still running: {', '.join(map(str, survivors))}")
 

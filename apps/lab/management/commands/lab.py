@@ -19,7 +19,7 @@ class Command(BaseCommand):
             for row in lab.status():
                 self.stdout.write(
                     f"{row['node']:8} {row['endpoint']:28} dockerd {row['dockerd']}, "
-                    f"{row['disks']} disks mounted"
+                    f"{row['disks']} disks mounted, data-root {row['data_root']}"
                 )
         except LabError as exc:
             raise CommandError(str(exc)) from exc
