@@ -130,12 +130,15 @@ def place(cluster: Cluster) -> None:
 
 
 def container_limits() -> str:
-    """What every container of a cluster may use besides its cores, memory and disks."""
+    """What every container of a cluster may use besides its cores, memory and disks. The
+    writable-layer limit is enforced by each node's Docker (overlay2 on XFS with project
+    quotas, or btrfs quota groups): a node that cannot enforce it refuses to create the
+    container, and the placement fails saying so, so a cluster that got here has it."""
     layer = settings.CONTAINER_ROOTFS_LIMIT
     return (
         f"each container runs at most {settings.CONTAINER_PIDS_LIMIT} processes and writes "
         + (
-            f"at most {layer} outside its disks"
+            f"at most {layer} outside its disks (enforced by each node's Docker)"
             if layer
             else "outside its disks without a size limit"
         )

@@ -34,6 +34,7 @@ TOOLS = [
     ("losetup", "util-linux"),
     ("mkfs.ext4", "e2fsprogs"),
     ("mkfs.xfs", "xfsprogs"),
+    ("mkfs.btrfs", "btrfs-progs"),  # lab data-roots on kernels without XFS quotas
     ("busybox", "busybox-static"),
     ("fio", "fio"),
 ]
