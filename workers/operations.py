@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from apps.clusters import jobs
 from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.plans import UntrustedVersion
 from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition
 from apps.nodes import NodeError
@@ -99,7 +100,7 @@ OPERATIONS: dict[str, Operation] = {
 }
 # Which operation takes a cluster on in each working state (configuring: a first launch, or
 # the start of a stopped cluster, told apart by running_at).
-BY_STATE = {
+BY_STATE: dict[str, str] = {
     S.PLACING: "launch",
     S.CONFIGURING: "launch",
     S.STOPPING: "stop",
@@ -168,7 +169,7 @@ def reason(operation: Operation, error: Exception) -> str:
     """What went wrong, in words a user understands."""
     if isinstance(error, PlacementFailed) and error.transient:
         return f"{error}; no other node could take the cluster. Try again later."
-    if isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
+    if isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError, UntrustedVersion)):
         return str(error)
     # A bug: its exception is in the worker's log (_failed); users get words, not a class name.
     return (
@@ -210,8 +211,9 @@ def requeue(cluster_id: int, failure: PlacementFailed) -> bool:
             and cluster.reuse_data_of_id is None  # its data is on those nodes only
             and cluster.placement_attempts + 1 < settings.SCHEDULER_PLACE_ATTEMPTS
         )
-        if not retry:
+        if not retry or failure.node is None:  # (the node is part of `retry`)
             return False
+        node = failure.node
     record_event(cluster_id, str(failure), ClusterEvent.Level.ERROR)
     lifecycle.remove_all(cluster)
     with transaction.atomic():
@@ -220,10 +222,10 @@ def requeue(cluster_id: int, failure: PlacementFailed) -> bool:
             return True  # a destroy came first; it releases
         release(cluster_id, keep_data=False)  # a first launch wrote nothing worth keeping
         Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
-        cluster.avoid_nodes = sorted({*cluster.avoid_nodes, failure.node.id})
+        cluster.avoid_nodes = sorted({*cluster.avoid_nodes, node.id})
         cluster.placement_attempts += 1
         cluster.save(update_fields=["avoid_nodes", "placement_attempts"])
-        transition(cluster_id, S.PLACING, S.QUEUED, f"re-placing away from {failure.node.name}")
+        transition(cluster_id, S.PLACING, S.QUEUED, f"re-placing away from {node.name}")
     return True
 
 

@@ -9,6 +9,7 @@ from apps.catalog.services import load_catalog
 from apps.clusters import access, credentials
 from apps.clusters.connection import ConnectTemplateError, connection_details, render
 from apps.clusters.models import Cluster, ClusterCredentials
+from apps.clusters.names import free_name
 from apps.clusters.services import create_cluster
 from apps.inventory.models import Address
 
@@ -26,7 +27,8 @@ def launched(owner, product: str, version: str, state: str = "running", **kwargs
     """A cluster of the catalog's default shape with addresses, as placement leaves it."""
     found = ProductVersion.objects.get(product__name=product, version=version)
     spec = resolve(found, {})
-    cluster = create_cluster(owner, found, f"{product}-c", spec.instances, {}, **kwargs)
+    name = free_name(owner.id, product)  # names are unique per owner
+    cluster = create_cluster(owner, found, name, spec.instances, {}, **kwargs)
     network = make_network()
     free = iter(Address.objects.filter(network=network).order_by("id"))
     for instance in cluster.instances.all():
