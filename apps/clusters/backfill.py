@@ -36,6 +36,7 @@ class Shadow:
     head_name: str
     at: datetime | None  # None: unknown (it waits on clusters without a lease end)
     why_unknown: str = ""
+    room_now: bool = False  # the nodes have room now: it waits for addresses or a race
 
     def when(self) -> str:
         return _moment(self.at) if self.at else "an unknown time"
@@ -55,7 +56,7 @@ def shadow_of(head_id: int, now: datetime | None = None) -> Shadow:
     wants = list(head.instances.all())
     nodes = _free_now()
     if placement.assign(wants, list(nodes.values())) is not None:
-        return Shadow(head.id, head.name, now)  # nodes fit: it waits on addresses or a race
+        return Shadow(head.id, head.name, now, room_now=True)
     releases, endless = _releases(now)
     for at, freed in sorted(releases.items()):
         for node_id, (cores, memory_mb, disks) in freed.items():
@@ -121,6 +122,11 @@ def refusal(cluster: Cluster, shadow: Shadow) -> str | None:
     """Why `cluster` may not go ahead of the waiting head; None when it may (it still has to
     fit now)."""
     head = f"{shadow.head_name}, first in the queue,"
+    if shadow.room_now:
+        return (
+            f"waits behind {head} which the nodes have room for now (it waits for addresses "
+            "or a concurrent placement): no later cluster goes ahead of it"
+        )
     if shadow.at is None:
         return (
             f"waits behind {head} which cannot start before capacity frees and whose start "
@@ -141,6 +147,8 @@ def refusal(cluster: Cluster, shadow: Shadow) -> str | None:
 
 def head_reason(message: str, shadow: Shadow) -> str:
     """The head's own reason: why it does not fit, and when it can start at the latest."""
+    if shadow.room_now:
+        return f"{message}; first in the queue: the nodes have room for it, so nothing goes ahead"
     if shadow.at is None:
         return (
             f"{message}; first in the queue: its start time is unknown ({shadow.why_unknown}), "

@@ -111,6 +111,30 @@ def test_nothing_goes_ahead_when_the_head_waits_on_a_cluster_without_a_lease_end
     )
 
 
+def test_nothing_goes_ahead_of_a_head_the_nodes_have_room_for(alice, settings):
+    """The head waits for addresses, not for the nodes: no lease end helps it, so nothing
+    may take what it waits for."""
+    settings.SCHEDULER_QUEUE_BACKFILL = True
+    make_network(size=1)
+    make_node(disks={"hdd": 3})
+    running = make_cluster(alice, wants(1, disks=1), lease_hours=2)
+    assert isinstance(reserve(running.id), Reservation)  # holds the only address
+    head = make_cluster(alice, wants(1, disks=1), name="big")
+    short = make_cluster(alice, wants(1, disks=1), lease_hours=1)
+    assert admit_queued() == []
+    assert backfill.shadow_of(head.id).room_now
+    assert state(short) == "queued"
+    assert short.reason == (
+        "waits behind big, first in the queue, which the nodes have room for now (it waits for "
+        "addresses or a concurrent placement): no later cluster goes ahead of it"
+    )
+    head.refresh_from_db()
+    assert head.reason.startswith("needs 1 addresses")
+    assert head.reason.endswith(
+        "; first in the queue: the nodes have room for it, so nothing goes ahead"
+    )
+
+
 def test_a_short_cluster_that_does_not_fit_now_says_what_it_lacks(alice, backfilling):
     waiting_head(alice)
     too_big = make_cluster(alice, wants(1, disks=3), lease_hours=1)  # only 2 disks are free
