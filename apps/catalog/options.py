@@ -5,6 +5,10 @@ scalable role), ``disks`` (per instance), ``cpu`` (cores per instance), ``mem`` 
 instance). Everything a user may pass is declared by the version; anything else is rejected by
 name, except Platter's own launch-level keys (``LAUNCH_KEYS``), which are not product options.
 
+The fields below are parsed once into typed objects by ``apps.catalog.spec``
+(``ProductVersion.definition``); a launch request (launch keys and options) is parsed by
+``apps.clusters.requests.parse_launch``, whichever front door it came through.
+
 JSON shapes of the ProductVersion fields
 ----------------------------------------
 ``roles`` -- a list, in start order::
