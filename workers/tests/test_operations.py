@@ -273,7 +273,7 @@ def test_the_launch_says_what_each_container_may_use(fake_nodes, pool, alice, de
     operations.run("launch", cluster.id)
     assert cluster.events.filter(
         message="each container runs at most 512 processes and writes at most 2G outside its "
-        "disks; a crashed process is restarted up to 3 times"
+        "disks (enforced by each node's Docker); a crashed process is restarted up to 3 times"
     ).exists()
 
 
