@@ -68,6 +68,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from .definition import validate_definition
 from .spec import (
     DEFAULT_STR_MAX_LENGTH,
@@ -85,6 +87,7 @@ from .spec import (
     definition_of,
     user_text_problem,
 )
+from .spec_errors import from_pydantic
 
 if TYPE_CHECKING:
     from .models import ProductVersion
@@ -191,12 +194,15 @@ def targeted_roles(version: ProductVersion | ProductDefinition, definition: dict
 
 
 def check_value(definition: dict | Option, value: Any) -> tuple[Any, str | None]:
-    """Coerce ``value`` to the option's type; return (value, None) or (None, problem)."""
-    option = (
-        definition
-        if isinstance(definition, Option)
-        else Option.model_validate({k: v for k, v in definition.items() if k != "section"})
-    )
+    """Coerce ``value`` to the option's type; return (value, None) or (None, problem). A
+    definition (a dict as written) that is itself broken is a problem too, named by path."""
+    if isinstance(definition, Option):
+        return definition.check(value)
+    try:
+        option = Option.model_validate({k: v for k, v in definition.items() if k != "section"})
+    except PydanticValidationError as exc:
+        problems = from_pydantic("option", Option, exc)
+        return None, "the option's definition is broken: " + "; ".join(map(str, problems))
     return option.check(value)
 
 

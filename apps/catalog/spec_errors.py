@@ -12,6 +12,9 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 Path = tuple[str | int, ...]
+# How pydantic names the members of a union of JSON scalars in an error's location.
+SCALAR_MEMBERS = {"int": "int_type", "float": "float_type", "str": "string_type",
+                  "bool": "bool_type"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ def from_pydantic(section: str, parsed_as: Any, exc: PydanticValidationError) ->
     found = []
     for error in exc.errors():
         loc = tuple(p for p in error["loc"] if p != "[key]")
+        scalar = len(loc) > 1 and SCALAR_MEMBERS.get(str(loc[-1])) == error["type"]
+        if scalar:  # a union of scalars names the member tried: one problem, not four
+            loc = loc[:-1]
         path = (section, *loc)
         kind, given = error["type"], error.get("input")
         ctx = error.get("ctx") or {}
@@ -75,8 +81,8 @@ def from_pydantic(section: str, parsed_as: Any, exc: PydanticValidationError) ->
             "string_too_short": "must not be empty",
             "definition": ctx.get("problem", error["msg"]),
         }
-        if kind.endswith("_type") and path[-1] == "default":
-            kind = "default_type"  # a union of scalars: one message, not one per member
+        if scalar and kind.endswith("_type"):
+            kind = "scalar_type"
             messages[kind] = f"must be a number, a string or true/false, got {brief(given)}"
         found.append(Problem(path, messages.get(kind, error["msg"])))
     # A union reports each member's failure at the same place: keep the first of each path.

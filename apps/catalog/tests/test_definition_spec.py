@@ -138,3 +138,35 @@ def test_every_product_of_the_shipped_catalog_parses():
         for version in product["versions"]:
             parsed = parse_definition(version)
             assert parsed.roles and parsed.options, (product["name"], version["version"])
+
+
+def test_a_default_of_no_scalar_type_is_one_problem_not_one_per_type():
+    data = fields()
+    data["options_schema"]["advanced"]["label"]["default"] = ["x"]
+    data["options_schema"]["advanced"]["replication"]["choices"] = [1, {"two": 2}]
+    assert sorted(problems(data)) == [
+        "options_schema.advanced.label.default: must be a number, a string or true/false, "
+        "got ['x']",
+        "options_schema.advanced.replication.choices[1]: must be a number, a string or "
+        "true/false, got {'two': 2}",
+    ]
+
+
+def test_an_environment_variable_named_like_a_type_keeps_its_name_in_the_path():
+    data = fields(environment={"int": 5})
+    assert problems(data) == ["environment.int: must be a string, got 5"]
+
+
+def test_check_value_words_a_broken_option_definition():
+    from apps.catalog.options import check_value
+
+    value, problem = check_value({"type": "int", "default": [1], "description": "x"}, 3)
+    assert value is None
+    assert problem == (
+        "the option's definition is broken: option.default: must be a number, a string or "
+        "true/false, got [1]"
+    )
+    assert check_value({"type": "int", "default": 1, "description": "x", "max": 2}, "2") == (
+        2,
+        None,
+    )
