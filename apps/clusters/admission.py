@@ -140,14 +140,15 @@ def _set_aside(cluster_id: int, rejection: Rejection) -> bool:
 
 
 def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
-    """A launch's own reservation (the launch task calls it), in turn: with backfill on and
-    clusters queued ahead of this one, the queue is admitted in order instead, so a new
-    launch never jumps ahead of a waiting head that it could delay. Otherwise
-    _reserve_or_fail()."""
-    if settings.SCHEDULER_QUEUE_BACKFILL and _queued_ahead(cluster_id):
+    """A launch's own reservation (the launch task calls it), in turn: with clusters queued
+    ahead of this one the queue is admitted in order instead (strict, or with backfill), so
+    a new launch never jumps ahead of a waiting head. Otherwise _reserve_or_fail()."""
+    if _queued_ahead(cluster_id):
         outcome = _admission_pass(caller=cluster_id)
         if cluster_id in outcome:
             return outcome[cluster_id]
+        if Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED).exists():
+            return Rejection(cluster_id, "turn", "waits its turn: clusters ahead of it go first")
         return Rejection(cluster_id, "state", "no longer queued")
     return _reserve_or_fail(cluster_id)
 

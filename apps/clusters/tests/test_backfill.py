@@ -172,6 +172,16 @@ def test_without_backfill_nothing_passes_the_head(alice, backfilling, settings):
     short = make_cluster(alice, wants(1, disks=1), lease_hours=1)
     assert admit_queued() == []
     assert queue.position(short).reason.startswith("waits its turn: 1 cluster ahead of it")
+    outcome = reserve_or_fail(short.id)  # its launch task does not jump the queue either
+    assert isinstance(outcome, Rejection) and outcome.cause == "turn"
+    assert state(short) == "queued"
+
+
+def test_a_launch_with_nobody_queued_ahead_reserves_at_once(alice, backfilling, settings):
+    settings.SCHEDULER_QUEUE_BACKFILL = False
+    make_node(disks={"hdd": 3})
+    first = make_cluster(alice, wants(1, disks=1))
+    assert isinstance(reserve_or_fail(first.id), Reservation)
 
 
 # ---------------------------------------------------------------- a simulated timeline
