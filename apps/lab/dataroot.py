@@ -104,7 +104,11 @@ def describe(node: LabNode) -> str:
         return "xfs with project quotas"
     if fs == "btrfs":
         return "btrfs with quota groups"
-    return f"{fs} without quotas" if fs else "not mounted"
+    if fs:
+        return f"{fs} without quotas"
+    if mount_point.exists() and any(mount_point.iterdir()):
+        return "on the host's file system, without quotas (an older lab: lab down, then up)"
+    return "not mounted"
 
 
 def writable_layer_limit(client: NodeClient) -> str | None:
