@@ -460,12 +460,13 @@ def _check_placeholders(parsed: dict[str, Any], fields: dict[str, Any], out: lis
     """Placeholders in environment values, role commands and configure commands must be known.
     Known names come from the roles and options as written, even where those failed to parse,
     so one typo does not hide another."""
-    raw_roles = fields.get("roles") if isinstance(fields.get("roles"), list) else []
-    role_names = [r.get("name") for r in raw_roles if isinstance(r, dict)]
-    role_names = [name for name in role_names if isinstance(name, str)]
-    schema = fields.get("options_schema") if isinstance(fields.get("options_schema"), dict) else {}
+    raw_roles = fields.get("roles")
+    raw_roles = raw_roles if isinstance(raw_roles, list) else []
+    role_names = [r["name"] for r in raw_roles if isinstance(r, dict) and "name" in r]
+    schema = fields.get("options_schema")
+    schema = schema if isinstance(schema, dict) else {}
     option_names = [n for s in SECTIONS if isinstance(schema.get(s), dict) for n in schema[s]]
-    known = _known_placeholders(role_names, option_names)
+    known = _known_placeholders([n for n in role_names if isinstance(n, str)], option_names)
 
     texts: list[tuple[Path, str]] = []
     texts += [(("environment", k), v) for k, v in (parsed.get("environment") or {}).items()]

@@ -34,8 +34,8 @@ def option_label(name: str) -> str:
 def option_field(name: str, option: Option) -> forms.Field:
     """A field that shows one option (bounds as input hints). It only reads the input: the
     launch parser checks it, as it does for the API's."""
-    common = {"required": False, "help_text": option.description, "initial": option.default,
-              "label": option_label(name)}  # fmt: skip
+    common: dict[str, Any] = {"required": False, "help_text": option.description,
+                              "initial": option.default, "label": option_label(name)}  # fmt: skip
     if option.type == "bool":
         return forms.BooleanField(**common)  # an unticked box posts nothing: read as false
     if option.type == "choice":
@@ -87,7 +87,7 @@ class LaunchForm(forms.Form):
             self.initial.setdefault("name", default_name(owner, version))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         try:
             request = parse_launch(self.version, dict(data), self.owner)
         except LaunchError as exc:
