@@ -170,3 +170,33 @@ def test_check_value_words_a_broken_option_definition():
         2,
         None,
     )
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_each_problem_on_its_field_naming_the_path(client, admin_user):
+    import json
+
+    from django.urls import reverse
+
+    from apps.catalog.models import ProductVersion
+    from apps.catalog.services import load_catalog
+
+    load_catalog()
+    client.force_login(admin_user)
+    version = ProductVersion.objects.get(product__name="demo")
+    schema = json.loads(json.dumps(version.options_schema))
+    schema["required"]["size"]["default"] = 99
+    form = {
+        "product": version.product_id, "version": version.version, "image": version.image,
+        "description": version.description, "disk_kind": version.disk_kind, "enabled": "on",
+        "roles": json.dumps(version.roles), "options_schema": json.dumps(schema),
+        "ports": json.dumps([{"role": "master", "port": 80, "name": "UI", "ui": "yes"}]),
+        "environment": "{}", "configure": "[]", "capabilities": "[]",
+    }  # fmt: skip
+    page = client.post(reverse("admin:catalog_productversion_change", args=[version.pk]), form)
+
+    assert page.status_code == 200  # the form again, nothing saved
+    errors = page.context["adminform"].form.errors
+    assert set(errors) == {"options_schema", "ports"}
+    assert errors["options_schema"][0].startswith("options_schema.required.size.default: must be")
+    assert errors["ports"] == ["ports[0].ui: must be true or false"]
