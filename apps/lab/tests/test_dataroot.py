@@ -54,7 +54,7 @@ def test_a_container_cannot_write_beyond_its_writable_layer_limit(tiny):  # noqa
     assert machine_holds(spec) == []
 
 
-def test_a_data_root_on_the_hosts_file_system_makes_way_for_the_xfs_one(tiny):  # noqa: F811
+def test_a_data_root_on_the_hosts_file_system_makes_way_for_one_with_quotas(tiny):  # noqa: F811
     """A node of a lab made before the data-roots were XFS: its old folder is replaced."""
     spec = tiny(disks_per_node=0, ssd_per_node=0)
     node = lab_nodes(spec)[0]
