@@ -33,7 +33,7 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
     name = request.name or _default_name(user, version)
     return launch(
         user, version, name, request.options, request.lease_hours, request.reuse_data_from,
-        actor=user,
+        actor=user, spec=request.spec,
     )  # fmt: skip
 
 

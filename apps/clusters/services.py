@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
+from apps.catalog.options import ClusterSpec
 from apps.catalog.revisions import current_revision
 
 from . import jobs, placement
@@ -146,12 +147,14 @@ def create_cluster(
 def launch(
     owner, version, name: str, options: dict, lease_hours: float | None = None,
     reuse_data_of: Cluster | None = None, *, actor: Actor = None,
+    spec: ClusterSpec | None = None,
 ) -> Cluster:  # fmt: skip
-    """Resolve the catalog options (OptionsError names bad ones) and queue the cluster."""
+    """Resolve the catalog options (OptionsError names bad ones) and queue the cluster.
+    `spec`: what apps.clusters.requests.parse_launch resolved from these options already."""
     from apps.catalog.images import require_images  # the catalog owns option and image rules
     from apps.catalog.options import resolve
 
-    spec = resolve(version, options)
+    spec = spec or resolve(version, options)
     require_images(version)  # ImageUnavailable: a cluster that could never start is refused
     # A reuse goes back to the nodes holding its data, or fails there.
     if reuse_data_of is None and (problem := placement.never_fits(spec.instances)):
