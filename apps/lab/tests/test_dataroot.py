@@ -72,3 +72,21 @@ def test_a_data_root_on_the_hosts_file_system_makes_way_for_one_with_quotas(tiny
     dataroot.release_data_root(node)
     lab.teardown(spec, log=lambda line: None)
     assert machine_holds(spec) == []
+
+
+@pytest.mark.django_db
+def test_lab_up_gives_each_node_a_data_root_with_quotas_and_down_takes_it_away(tiny):  # noqa: F811
+    spec = tiny(nodes=2)
+    said: list[str] = []
+    records = lab.up(log=said.append, spec=spec)
+    # Each daemon was probed with a limited container, and the node's labels keep the answer.
+    assert [record.labels[lab.LAYER_LABEL] for record in records] == ["enforced", "enforced"]
+    kinds = ("xfs with project quotas", "btrfs with quota groups")
+    assert all(row["data_root"] in kinds for row in lab.status(spec))
+    assert sum(any(kind in line for kind in kinds) for line in said) == 2
+    assert not any("cannot be enforced" in line for line in said)
+    lab.up(log=said.append, spec=spec)  # again: reuses what runs, mounts nothing twice
+    assert len(host.loop_devices_below(spec.home)) == 2 + 2 * spec.disks_per_node
+
+    lab.down(log=said.append, spec=spec)
+    assert machine_holds(spec) == []
