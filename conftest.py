@@ -5,7 +5,9 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -42,7 +44,7 @@ def lab_inventory(db):
     return lab.sync_inventory()
 
 
-def _database_url(db_settings: dict) -> str:
+def _database_url(db_settings: Mapping[str, Any]) -> str:
     user, host, port = db_settings["USER"], db_settings["HOST"], db_settings["PORT"]
     password = f":{db_settings['PASSWORD']}" if db_settings.get("PASSWORD") else ""
     return f"postgres://{user}{password}@{host}:{port}/{db_settings['NAME']}"

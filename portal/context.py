@@ -64,7 +64,7 @@ class RequestContextMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         asked = request.headers.get("X-Request-ID", "")
         rid = asked if _REQUEST_ID.match(asked) else new_request_id()
-        request.id = rid
+        request.id = rid  # type: ignore[attr-defined]  # ours: portal.logs reads it back
         with bound(request_id=rid, client_address=address_of(request)):
             response = self.get_response(request)
         response["X-Request-ID"] = rid

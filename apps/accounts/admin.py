@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from apps.clusters.quotas import group_usage, user_usage
+from apps.clusters.quotas import usage_of
 
 from . import services, ssh
 from .models import LIMIT_FIELDS, Quota, SSHKey
@@ -10,8 +10,8 @@ from .models import LIMIT_FIELDS, Quota, SSHKey
 
 def _usage(quota: Quota) -> dict[str, int]:
     if not hasattr(quota, "_usage"):  # derived once per row, from active allocations
-        quota._usage = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
-    return quota._usage
+        quota._usage = usage_of(quota)  # type: ignore[attr-defined]  # a cache on the row
+    return quota._usage  # type: ignore[attr-defined]
 
 
 def _used_of(quota: Quota, limit: str) -> str:
@@ -74,7 +74,7 @@ class QuotaAdmin(admin.ModelAdmin):
     def current_usage(self, quota: Quota) -> str:
         if quota.pk is None:
             return "-"
-        used = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
+        used = usage_of(quota)
         return ", ".join(f"{k.removeprefix('max_')}: {v}" for k, v in used.items())
 
     # Saving and deleting go through the services, which audit the change.
@@ -120,7 +120,8 @@ for _name in LIMIT_FIELDS:
     def _column(self, quota: Quota, _limit=_name) -> str:
         return _used_of(quota, _limit)
 
-    _column.short_description = _name.removeprefix("max_").replace("_", " ") + " used / max"
+    _words = _name.removeprefix("max_").replace("_", " ")
+    _column = admin.display(description=f"{_words} used / max")(_column)
     setattr(QuotaAdmin, f"usage_{_name}", _column)
 
 

@@ -75,7 +75,10 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
         return self.UserModel.objects.filter(username__iexact=username_of(claims))
 
     def create_user(self, claims: dict) -> Any:
-        user = get_user_model().objects.create_user(username_of(claims))  # no usable password
+        username = username_of(claims)
+        if username is None:  # verify_claims() refused such claims before
+            raise ValueError(f"no valid {settings.OIDC_USERNAME_CLAIM!r} claim")
+        user = get_user_model().objects.create_user(username)  # no usable password
         return self.update_user(user, claims)
 
     def update_user(self, user: Any, claims: dict) -> Any:

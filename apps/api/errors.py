@@ -101,8 +101,9 @@ def error_body(exc: exceptions.APIException, status_code: int) -> dict[str, Any]
     body: dict[str, Any] = {"status": status_code, "error": code, "message": _flatten(exc.detail)}
     if isinstance(exc, ApiError):
         body.update(exc.extra)
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        body["retry_after"] = int(exc.wait + 0.999)
+    wait = getattr(exc, "wait", None)  # Throttled's; DRF's stubs leave it out
+    if isinstance(exc, exceptions.Throttled) and wait is not None:
+        body["retry_after"] = int(wait + 0.999)
     return body
 
 

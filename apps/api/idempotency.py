@@ -20,6 +20,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from apps.accounts.requests import signed_in_user
+
 from .errors import ApiError
 from .models import IdempotentRequest
 
@@ -64,7 +66,7 @@ def once(request: Request, answer: Callable[[], Response]) -> Response:
     key = key_of(request)
     if key is None:
         return answer()
-    user, digest = request.user, fingerprint(request)
+    user, digest = signed_in_user(request), fingerprint(request)
     with transaction.atomic():
         forget_expired(user)
         try:

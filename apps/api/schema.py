@@ -1,6 +1,8 @@
 """OpenAPI: every operation also documents the shared error body for the statuses any API
 call may answer, so clients (and schemathesis) know what a 4xx looks like."""
 
+from typing import Literal
+
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
@@ -22,7 +24,7 @@ class ErrorSerializer(serializers.Serializer):
     status = serializers.IntegerField()
     error = serializers.CharField(help_text="machine-readable code, e.g. quota_exceeded")
     message = serializers.CharField()
-    fields = serializers.DictField(
+    fields = serializers.DictField(  # type: ignore[assignment]  # the API's key
         child=serializers.CharField(), required=False, help_text="bad field -> problem"
     )
     quota = QuotaRejectionSerializer(required=False)
@@ -35,7 +37,7 @@ class PlatterAutoSchema(AutoSchema):
         operation_id = super().get_operation_id()
         return f"{operation_id}_by_path" if "{username}" in self.path else operation_id
 
-    def _get_response_bodies(self, direction: str = "response") -> dict:
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict:
         responses = super()._get_response_bodies(direction)
         if direction != "response":
             return responses

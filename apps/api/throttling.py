@@ -20,7 +20,7 @@ WARN_EVERY_SECONDS = 60
 _last_warning = [float("-inf")]
 
 
-class DegradesWithoutCache:
+class DegradesWithoutCache(SimpleRateThrottle):
     """allow_request() lets the request through when the cache does not answer."""
 
     def allow_request(self, request: Request, view) -> bool:

@@ -33,7 +33,7 @@ class AuditEventAdmin(admin.ModelAdmin):
         "client_address",
         "request_id",
     ]
-    fields = readonly_fields
+    fields = tuple(readonly_fields)
 
     @admin.display(description="actor", ordering="actor_name")
     def who(self, event: AuditEvent) -> str:

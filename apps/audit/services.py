@@ -4,6 +4,7 @@ transaction, so an action that rolls back leaves no row and one that commits alw
 import ipaddress
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 
 from portal import context
@@ -12,7 +13,8 @@ from .models import AuditEvent
 
 Action = AuditEvent.Action
 # Who did something: a user, or None for the system (beat, the reconciler, a command line).
-Actor = AbstractBaseUser | None
+# A request's user may be typed anonymous too: no action allows one, and record() stores None.
+Actor = AbstractBaseUser | AnonymousUser | None
 
 
 def record(
@@ -32,12 +34,12 @@ def record(
         object_type = object_type or obj._meta.label_lower
         object_id = object_id if object_id is not None else obj.pk
         object_repr = object_repr or str(obj)
-    if actor is not None and not actor.is_authenticated:
-        actor = None  # an anonymous caller has no row to point at; no action allows one anyway
+    # An anonymous caller has no row to point at; no action allows one anyway.
+    user = actor if isinstance(actor, User) else None
     return AuditEvent.objects.create(
         action=action,
-        actor=actor,
-        actor_name=actor.get_username() if actor is not None else "",
+        actor=user,
+        actor_name=user.get_username() if user is not None else "",
         object_type=object_type,
         object_id=object_id,
         object_repr=object_repr[:255],

@@ -72,9 +72,9 @@ def ssh_login(cluster: Cluster) -> dict | None:
     product, or no instance placed)."""
     port = ssh_port(cluster.definition)
     instance = ssh_instance(cluster) if port else None
-    if instance is None or instance.address is None:
+    if port is None or instance is None or instance.address is None:
         return None
-    role = next((r for r in cluster.definition.roles if r.get("name") == port["role"]), {})
+    role: dict = next((r for r in cluster.definition.roles if r.get("name") == port["role"]), {})
     user = role.get("user") or "root"
     address = instance.address.ip
     target = f"{user}@{address}" if port["port"] == 22 else f"-p {port['port']} {user}@{address}"

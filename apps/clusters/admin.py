@@ -19,7 +19,7 @@ class ReadOnly(admin.ModelAdmin):
 
 class InstanceInline(admin.TabularInline):
     model = Instance
-    fields = [
+    readonly_fields = [
         "role",
         "index",
         "hostname",
@@ -32,7 +32,7 @@ class InstanceInline(admin.TabularInline):
         "active",
         "state",
     ]
-    readonly_fields = fields
+    fields = tuple(readonly_fields)
     extra = 0
     can_delete = False
 
@@ -42,8 +42,8 @@ class InstanceInline(admin.TabularInline):
 
 class EventInline(admin.TabularInline):
     model = ClusterEvent
-    fields = ["at", "level", "message"]
-    readonly_fields = fields
+    readonly_fields = ["at", "level", "message"]
+    fields = tuple(readonly_fields)
     extra = 0
     can_delete = False
 

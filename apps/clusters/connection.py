@@ -91,7 +91,7 @@ def connection_details(cluster: Cluster, viewer) -> Connection:
         return details  # destroyed or failed: nothing to connect to
     found = credentials.credentials_of(cluster)
     shown = found is not None and credentials.may_see(cluster, viewer)
-    if shown:
+    if shown and found is not None:
         details.credentials = {
             "username": found.username,
             "password": found.password,
@@ -122,7 +122,7 @@ def connection_strings(cluster: Cluster, found) -> list[ConnectionString]:
                 for instance in members:
                     each = {
                         **context,
-                        "address": instance.address.ip,
+                        "address": _ip(instance),
                         "hostname": instance.hostname,
                     }
                     strings.append(
@@ -158,14 +158,19 @@ def _cluster_context(cluster: Cluster, instances: list[Instance], found) -> dict
     return context
 
 
+def _ip(instance: Instance) -> str:
+    """A live instance's address (every placed instance has one)."""
+    return instance.address.ip if instance.address is not None else ""
+
+
 def _port_context(cluster: Cluster, port: int, instances: list[Instance]) -> dict[str, str]:
     context = {
         "port": str(port),
-        "addresses": ",".join(i.address.ip for i in instances),
-        "endpoints": ",".join(f"{i.address.ip}:{port}" for i in instances),
+        "addresses": ",".join(_ip(i) for i in instances),
+        "endpoints": ",".join(f"{_ip(i)}:{port}" for i in instances),
     }
     for role in [r.get("name", "") for r in cluster.definition.roles or []]:
-        ips = [i.address.ip for i in instances if i.role == role]
+        ips = [_ip(i) for i in instances if i.role == role]
         context[f"{role}_address"] = ips[0] if ips else ""
         context[f"{role}_addresses"] = ",".join(ips)
         context[f"{role}_endpoints"] = ",".join(f"{ip}:{port}" for ip in ips)

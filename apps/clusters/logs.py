@@ -52,6 +52,8 @@ class LogSource:
 
     @property
     def node(self) -> Node:
+        if self.instance.node is None:  # an instance's row is placed before its container
+            raise UnknownInstance(f"{self.instance.hostname} is on no node yet")
         return self.instance.node
 
 

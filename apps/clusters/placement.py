@@ -93,7 +93,7 @@ def parse(rows: list[tuple], kinds) -> list[NodeFree]:
     return result
 
 
-def _fetch(statement: tuple[str, list], kinds) -> list[NodeFree]:
+def _fetch(statement: tuple[str, list | dict], kinds) -> list[NodeFree]:
     with connection.cursor() as cursor:
         cursor.execute(*statement)
         return parse(cursor.fetchall(), kinds)

@@ -15,7 +15,7 @@ from apps.accounts.models import LIMIT_FIELDS, Quota
 
 from . import placement
 from .models import Cluster
-from .quotas import LIMIT_WORDS, Demand, default_limits, group_usage, user_usage
+from .quotas import LIMIT_WORDS, Demand, default_limits, usage_of, user_usage
 
 NO_DEMAND = Demand(instances=0, cores=0, memory_mb=0, disks_by_kind={})
 
@@ -86,14 +86,14 @@ def quota_usage(user: AbstractBaseUser, demand: Demand = NO_DEMAND) -> list[Scop
     """Usage of the user's own limits (their quota or the defaults), then of each group of
     theirs that has a quota, next to what `demand` asks."""
     asked = demand.as_limits(clusters=1 if demand.instances else 0)
-    own = Quota.objects.filter(user=user).first()
+    own = Quota.objects.filter(user=user.pk).first()
     limits = own.limits() if own else default_limits()
     # Counted as the launch counts it: queued clusters take their share already.
     used = user_usage(user.pk, committed=True)
     scopes = [_scope(f"user {user.get_username()}", limits, used, asked)]
-    for quota in Quota.objects.filter(group__user=user).select_related("group").order_by("id"):
-        used = group_usage(quota.group_id, committed=True)
-        scopes.append(_scope(f"group {quota.group.name}", quota.limits(), used, asked))
+    for quota in Quota.objects.filter(group__user=user.pk).select_related("group").order_by("id"):
+        used = usage_of(quota, committed=True)
+        scopes.append(_scope(f"group {quota.group}", quota.limits(), used, asked))
     return scopes
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, models
 
 from apps.accounts.models import LIMIT_FIELDS, Quota
 
@@ -91,9 +91,12 @@ class Demand:
 def _tables() -> dict[str, str]:
     """Names to put in the SQL below: table and column names and constants, never input."""
     user_model = get_user_model()
+    username = user_model._meta.get_field(user_model.USERNAME_FIELD)
+    if not isinstance(username, models.Field) or username.column is None:
+        raise TypeError(f"{user_model.USERNAME_FIELD} of {user_model} is no column")
     return {
         "users": user_model._meta.db_table,
-        "username": user_model._meta.get_field(user_model.USERNAME_FIELD).column,
+        "username": username.column,
         "members": user_model.groups.through._meta.db_table,
         "quotas": Quota._meta.db_table,
         "groups": Quota._meta.get_field("group").related_model._meta.db_table,
@@ -278,6 +281,15 @@ def user_usage(
     """Current usage of the user's live clusters, per limit (see usage_statement)."""
     statement = usage_statement(user_id, exclude_cluster, "user", committed)
     return usage_by_scope(_fetch(statement))[None]
+
+
+def usage_of(quota: Quota, committed: bool = False) -> dict[str, int]:
+    """What the holder of `quota` (its user or its group) uses."""
+    if quota.user_id is not None:
+        return user_usage(quota.user_id, committed=committed)
+    if quota.group_id is not None:
+        return group_usage(quota.group_id, committed=committed)
+    raise ValueError(f"quota {quota.pk} has neither a user nor a group")
 
 
 def group_usage(

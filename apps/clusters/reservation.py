@@ -30,7 +30,7 @@ import json
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import psycopg
 from django.conf import settings
@@ -82,7 +82,7 @@ class Want(NamedTuple):
 
     id: int
     role: str
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, never called on a Want
     hostname: str
     cores: int
     memory_mb: int
@@ -138,7 +138,7 @@ def _reject(cluster_id: int, rejected: _Rejected) -> Rejection:
     return Rejection(cluster_id, cause, message, quota=rejected.quota)
 
 
-def _pipelined(*statements: tuple[str, object]) -> list[list[tuple]]:
+def _pipelined(*statements: tuple[str, Any]) -> list[list[tuple]]:
     """Rows of each (sql, params) statement, all sent in one round trip and run in order."""
     conn = connection.connection  # the open connection of the current transaction
     # Prepared (planned once per connection) unless a transaction-mode pooler is configured,
@@ -160,7 +160,10 @@ def _pipelined(*statements: tuple[str, object]) -> list[list[tuple]]:
 # run when parameters are arrays or limits (their size is unknown to a generic plan), which
 # would cost more than running them. Only prepared statements (only ours) are affected, and
 # only in this transaction.
-GENERIC_PLANS_SQL = ("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)", [])
+GENERIC_PLANS_SQL: tuple[str, list[Any]] = (
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)",
+    [],
+)
 
 # The cluster row, locked, with its instances (a LEFT JOIN: a cluster without any still
 # comes back).
@@ -197,20 +200,22 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
     )
     if problem is not None:
         raise _Rejected("quota", str(problem), problem)
-    addresses = _enough_addresses(addresses, len(wants), cluster_id)
+    address_ids = _enough_addresses(addresses, len(wants), cluster_id)
 
     if reuse_of:
         plan = _reuse_plan(reuse_of, owner_id, wants)
         if isinstance(plan, str):
             raise _Rejected("reuse", plan)
-        node_of = {w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)}
+        node_of: dict[int, Any] | None = {
+            w.id: node_id for w, (node_id, _) in zip(wants, plan, strict=True)
+        }
         reused = {w.id: disk_ids for w, (_, disk_ids) in zip(wants, plan, strict=True)}
     else:
         node_of = placement.assign(wants, placement.parse(found, kinds))
         if node_of is None:
             raise _Rejected("capacity", _shortage_message(wants))
         reused = {}
-    return _take(cluster_id, name, wants, node_of, addresses, reused)
+    return _take(cluster_id, name, wants, node_of, address_ids, reused)
 
 
 # The cluster's addresses, one per instance if it is still queued, marked held in the same

@@ -28,15 +28,16 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.display(description="cores used / total")
     def cores_used(self, node: Node) -> str:
-        return f"{node.used_cores} / {node.cores} ({node.cores - node.used_cores} free)"
+        used = node.used_cores  # type: ignore[attr-defined]  # annotated by get_queryset()
+        return f"{used} / {node.cores} ({node.cores - used} free)"
 
     @admin.display(description="memory MB used / total")
     def memory_used(self, node: Node) -> str:
-        return f"{node.used_memory} / {node.memory_mb}"
+        return f"{node.used_memory} / {node.memory_mb}"  # type: ignore[attr-defined]  # annotated by get_queryset()
 
     @admin.display(description="disks free / total")
     def disks_free(self, node: Node) -> str:
-        return f"{node.free_disks} / {node.all_disks}"
+        return f"{node.free_disks} / {node.all_disks}"  # type: ignore[attr-defined]  # annotated by get_queryset()
 
     # Credentials: the tls_dir path and what is in it, never a key (keys stay in files).
     readonly_fields = ["credentials"]

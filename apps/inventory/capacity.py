@@ -76,13 +76,14 @@ def node_capacity() -> list[NodeCapacity]:
 
 
 def _cell(disk: Disk) -> DiskCell:
-    held = next((a for a in disk.current if a.active), None)
+    current = disk.current  # type: ignore[attr-defined]  # prefetched (to_attr) above
+    held = next((a for a in current if a.active), None)
     if disk.state in (Disk.State.FAILED, Disk.State.RETIRED):
         return DiskCell(disk, disk.state, "")
     if held is not None:
         cluster = held.instance.cluster
         return DiskCell(disk, "allocated", f"{cluster.owner} / {cluster.name} / {held.instance}")
-    kept = next((a for a in disk.current if a.data_kept), None)
+    kept = next((a for a in current if a.data_kept), None)
     if kept is not None:
         return DiskCell(disk, "kept", f"data of {kept.instance.cluster.name} (destroyed)")
     return DiskCell(disk, "free", "")

@@ -121,6 +121,8 @@ def issue(
     and return the certificate and key paths."""
     ca_cert = x509.load_pem_x509_certificate((ca_folder / "ca.pem").read_bytes())
     ca_key = serialization.load_pem_private_key((ca_folder / "ca-key.pem").read_bytes(), None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):  # ensure_ca() makes EC keys only
+        raise ValueError(f"{ca_folder / 'ca-key.pem'} is not an EC private key")
     private_folder(out_folder)
     key = ec.generate_private_key(ec.SECP256R1())
     usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH

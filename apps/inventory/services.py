@@ -4,8 +4,9 @@ import dataclasses
 import ipaddress
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
-from ipaddress import IPv4Address
+from collections.abc import Iterable, Iterator
+from ipaddress import IPv4Address, IPv4Network, IPv6Network
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -41,7 +42,7 @@ def sync_addresses(network: Network) -> int:
 
 
 # The audit action of each state a node is put in.
-NODE_STATE_ACTIONS = {
+NODE_STATE_ACTIONS: dict[str, str] = {
     Node.State.ACTIVE: Action.NODE_ACTIVATE,
     Node.State.DRAINING: Action.NODE_DRAIN,
     Node.State.DOWN: Action.NODE_DOWN,
@@ -59,7 +60,7 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
         return False
     previous, node.state = node.state, state
     node.save(update_fields=["state"])
-    why = {"reason": reason} if reason else {}
+    why: dict[str, Any] = {"reason": reason} if reason else {}
     record(NODE_STATE_ACTIONS[state], actor, node, previous=previous, **why)
     if state == Node.State.ACTIVE:
         _capacity_freed()
@@ -127,7 +128,7 @@ def record_health_check(
     return None
 
 
-DISK_STATE_ACTIONS = {
+DISK_STATE_ACTIONS: dict[str, str] = {
     Disk.State.FAILED: Action.DISK_FAIL,
     Disk.State.RETIRED: Action.DISK_RETIRE,
     Disk.State.AVAILABLE: Action.DISK_AVAILABLE,
@@ -162,7 +163,7 @@ def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) 
             continue
         previous, disk.state = disk.state, state
         disk.save(update_fields=["state"])
-        in_use = {"held_by": holder.holder} if holder else {}
+        in_use: dict[str, Any] = {"held_by": holder.holder} if holder else {}
         record(DISK_STATE_ACTIONS[state], actor, disk, previous=previous, **in_use)
         marks.changed.append(disk)
     if state == Disk.State.AVAILABLE and marks.changed:
@@ -188,7 +189,9 @@ def add_segments(pool: str, vlans: range, prefix: int = 24) -> list[Network]:
     """Isolated cluster networks for a site: one per VLAN id, each the next /prefix of pool.
     Every node's macvlan for a segment hangs off `<node's network_parent>.<vlan>`."""
     try:
-        subnets = ipaddress.ip_network(pool).subnets(new_prefix=prefix)
+        subnets: Iterator[IPv4Network | IPv6Network] = ipaddress.ip_network(pool).subnets(
+            new_prefix=prefix
+        )
     except ValueError as error:
         raise SegmentError(f"pool {pool!r}: {error}") from None
     if not vlans or vlans[0] < 1 or vlans[-1] > 4094:

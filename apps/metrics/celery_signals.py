@@ -7,7 +7,9 @@ workers (they run tasks) alike.
 
 import functools
 import inspect
+from collections.abc import Callable
 from contextlib import ExitStack
+from typing import Any
 
 from celery import Task
 from celery.signals import before_task_publish, task_failure, task_postrun, task_prerun
@@ -31,7 +33,7 @@ def carry_request_id(headers: dict | None = None, **_: object) -> None:
 
 
 @functools.cache
-def _signature_with_cluster_id(run: object) -> inspect.Signature | None:
+def _signature_with_cluster_id(run: Callable[..., Any]) -> inspect.Signature | None:
     signature = inspect.signature(run)
     return signature if "cluster_id" in signature.parameters else None
 

@@ -42,7 +42,7 @@ def _client_for(url: str) -> redis.Redis:
 def client() -> redis.Redis:
     """The Redis the cache uses (the test settings give every run a database of its own)."""
     location = settings.CACHES["default"]["LOCATION"]
-    return _client_for(location if isinstance(location, str) else location[0])
+    return _client_for(location if isinstance(location, str) else next(iter(location)))
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -54,7 +54,7 @@ def _field(*parts: str) -> str:
     return json.dumps(parts)
 
 
-def _write(commands: Callable[[redis.client.Pipeline], None]) -> None:
+def _write(commands: Callable[[redis.client.Pipeline], object]) -> None:
     # Not a MULTI/EXEC transaction: a scrape may see a bucket counted a moment before its sum,
     # which no rate() notices, and the two extra commands cost every reservation a fifth more.
     try:

@@ -20,11 +20,12 @@ from typing import BinaryIO, TypeVar
 import docker
 from django.conf import settings
 from docker.errors import DockerException
+from docker.types import LogConfig
 
 from . import engine
 from .engine import Endpoint
 from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused
-from .specs import LOG_CONFIG, ContainerSpec
+from .specs import LOG_DRIVER, LOG_OPTIONS, ContainerSpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,8 +97,11 @@ class NodeClient:
                     f"create {spec.hostname}",
                 )
                 container_id = created["Id"]
-            except NodeConflict:  # an earlier try made it
-                container_id = self.inspect(spec.name)["Id"]
+            except NodeConflict:  # an earlier try made it (NodeMissing if it went again since)
+                made = self._call(
+                    lambda api: api.inspect_container(spec.name), f"inspect {spec.name}"
+                )
+                container_id = made["Id"]
         else:
             container_id = info["Id"]
             if info["State"]["Running"]:
@@ -123,7 +127,7 @@ class NodeClient:
             privileged=False,
             network_mode=network,
             extra_hosts=spec.extra_hosts,
-            log_config=LOG_CONFIG,
+            log_config=LogConfig(type=LOG_DRIVER, config=LOG_OPTIONS),
             # A crashed product process comes back with its disks, as under any supervisor.
             restart_policy={
                 "Name": "on-failure",
@@ -133,7 +137,8 @@ class NodeClient:
             **spec.throttles,
         )
         networking = api.create_networking_config(
-            {network: api.create_endpoint_config(ipv4_address=spec.address)}
+            # types-docker: the SDK takes {network name: EndpointConfig}, the stub one config
+            {network: api.create_endpoint_config(ipv4_address=spec.address)}  # type: ignore[arg-type]
         )
         return {
             "image": spec.image,
@@ -441,7 +446,8 @@ def _cut(stream: docker.types.CancellableStream) -> None:
     and unix://, but over ssh:// the "socket" is an ssh process (its file has a `channel`, the
     SDK's SSHSocket), which close() ends."""
     try:
-        channel = getattr(stream._response.raw._fp.fp, "channel", None)
+        raw = stream._response.raw  # type: ignore[attr-defined]  # the SDK keeps it private
+        channel = getattr(raw._fp.fp, "channel", None)
         if channel is not None:
             channel.close()
         else:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import docker
 import requests
@@ -98,7 +98,7 @@ def tls_config(tls_dir: str | Path) -> TLSConfig:
 
 def connect(endpoint: str, tls_dir: str = "", timeout: int | None = None) -> docker.DockerClient:
     """A new client for an endpoint; tcp:// without TLS material is refused on purpose."""
-    options = {
+    options: dict[str, Any] = {
         "timeout": timeout or settings.NODE_API_TIMEOUT,
         "version": settings.NODE_API_VERSION,
     }

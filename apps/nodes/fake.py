@@ -13,9 +13,11 @@ is about the logic above the nodes (retries, state changes, releases).
 import itertools
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import cast
 
-from .client import installed
+from .client import NodeClient, installed
 from .engine import Endpoint
 from .errors import NodeError, NodeMissing, NodeUnreachable
 from .specs import ContainerSpec
@@ -42,15 +44,17 @@ class FakeNodes:
         self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
         self.exec_results: dict[str, tuple[int, str]] = {}
         self._ids = itertools.count(1)
-        self._installed = None
+        self._installed: AbstractContextManager[None] | None = None
 
     def __enter__(self) -> "FakeNodes":
-        self._installed = installed(lambda node: FakeNodeClient(self, node))
+        # Duck-typed: FakeNodeClient has the methods of NodeClient that the code calls.
+        self._installed = installed(lambda node: cast(NodeClient, FakeNodeClient(self, node)))
         self._installed.__enter__()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._installed.__exit__(*exc_info)
+        if self._installed is not None:
+            self._installed.__exit__(*exc_info)
 
     def down(self, node: str) -> None:
         self.unreachable.add(node)

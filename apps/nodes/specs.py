@@ -5,7 +5,8 @@ import json
 from dataclasses import dataclass, field
 
 # Docker's log driver would otherwise let a chatty product fill the node's root disk.
-LOG_CONFIG = {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}}
+LOG_DRIVER = "json-file"
+LOG_OPTIONS = {"max-size": "10m", "max-file": "3"}
 
 
 @dataclass

@@ -6,7 +6,7 @@ unknown, so the view answers 404 exactly as for a cluster the user may not see.
 """
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -81,7 +81,7 @@ PROXIED_POLICY = {
 SANDBOX = "sandbox allow-scripts allow-forms allow-popups allow-downloads"
 
 
-def proxied_policy(upstream: list[str] = ()) -> str:
+def proxied_policy(upstream: Sequence[str] = ()) -> str:
     """The Content-Security-Policy of a proxied response: ours, plus the UI's own (Spark 4
     sends a strict one with nonces) as a second policy, which browsers enforce as well; its
     report-uri/report-to go, so violation reports never leave for an address of its choice."""
@@ -167,11 +167,12 @@ def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:
         return None
     instances = live_instances(cluster)
     for instance in instances:
-        if instance.hostname == hostname and instance.role in roles:
+        if instance.hostname == hostname and instance.role in roles and instance.address:
             members = {}
             for member in instances:
                 members[member.hostname.lower()] = member.hostname
-                members[member.address.ip] = member.hostname
+                if member.address is not None:
+                    members[member.address.ip] = member.hostname
             return Target(cluster.id, hostname, port, instance.address.ip, members)
     return None
 
@@ -200,7 +201,7 @@ def forward(request: HttpRequest, target: Target, path: str) -> StreamingHttpRes
     try:
         upstream = client.send(
             client.build_request(
-                request.method,
+                request.method or "GET",
                 upstream_url(target, path, request.META.get("QUERY_STRING", "")),
                 headers=request_headers(request),
                 content=request.body,

@@ -3,7 +3,7 @@
 from urllib.parse import urlsplit
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import Http404, HttpRequest, HttpResponseBase, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import csrf_exempt
 
@@ -20,7 +20,7 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 @csrf_exempt
 def web_ui(
     request: HttpRequest, cluster_id: int, hostname: str, port: int, path: str = ""
-) -> HttpResponse:
+) -> HttpResponseBase:
     if not request.user.is_authenticated:
         return redirect_to_login(request.build_absolute_uri())
     cluster = get_object_or_404(

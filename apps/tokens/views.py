@@ -5,6 +5,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.accounts.requests import signed_in_user
+
 from .forms import TokenForm
 from .models import ApiToken
 from .services import issue_token, revoke
@@ -23,7 +25,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
             actor=request.user,
         )
         form = TokenForm()
-    tokens = ApiToken.objects.filter(user=request.user)
+    tokens = ApiToken.objects.filter(user=signed_in_user(request))
     return render(request, "tokens/tokens.html", {"form": form, "issued": issued, "tokens": tokens})
 
 

@@ -1,6 +1,7 @@
 """Settings shared by every environment; dev.py, test.py and prod.py adjust them."""
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -112,7 +113,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
 }
@@ -138,7 +139,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": REDIS_TIMEOUTS["socket_connect_timeout"],
 }
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_TIMEOUTS["socket_connect_timeout"]
-CELERY_BEAT_SCHEDULE = {
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "expire-leases": {"task": "platter.expire_leases", "schedule": 60.0},
     "admit-queued": {"task": "platter.admit_queued", "schedule": 30.0},
 }
@@ -218,7 +219,7 @@ DISK_SLOW_SCOPE = envstr("PLATTER_DISK_SLOW_SCOPE", "node")
 # carries the request id and cluster id bound in portal.context (portal/logs.py). "plain" for
 # people (development), "json" for log collectors (production's default, prod.py).
 LOG_FORMAT = envstr("PLATTER_LOG_FORMAT", "plain")
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"context": {"()": "portal.logs.ContextFilter"}},
@@ -474,4 +475,13 @@ from portal.settings.directory import directory_settings  # noqa: E402
 
 _directory = directory_settings()
 AUTHENTICATION_BACKENDS += _directory.pop("DIRECTORY_BACKENDS")
+# Off until directory_settings() sets them: named here, typed, whichever directory is on.
+LDAP_ENABLED = False
+LDAP_GROUP_MAPPING: dict[str, Any] = {}
+OIDC_ENABLED = False
+OIDC_PROVIDER_NAME = ""
+OIDC_ISSUER = ""
+OIDC_USERNAME_CLAIM = ""
+OIDC_GROUPS_CLAIM = ""
+OIDC_GROUP_MAPPING: dict[str, Any] = {}
 globals().update(_directory)

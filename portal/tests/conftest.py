@@ -56,7 +56,7 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
         files = {
             "SECRET_KEY_FILE": secret_key,
             "DATABASE_URL_FILE": database_url(db_password, database_port),
-            "REDIS_URL_FILE": redis_url or settings.CACHES["default"]["LOCATION"],
+            "REDIS_URL_FILE": redis_url or str(settings.CACHES["default"]["LOCATION"]),
             "PLATTER_METRICS_TOKEN_FILE": metrics_token,
         }
         hidden = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "PLATTER_METRICS_TOKEN", "DEBUG"}

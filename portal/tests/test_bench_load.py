@@ -21,6 +21,7 @@ from apps.tokens.services import issue_token
 def bench_load() -> ModuleType:
     """bench/load.py, which is a script (bench/ is no package)."""
     spec = importlib.util.spec_from_file_location("bench_load", settings.BASE_DIR / "bench/load.py")
+    assert spec is not None and spec.loader is not None, "bench/ has the script"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -22,6 +22,7 @@ def bench_ceiling() -> ModuleType:
     """bench/reservation_ceiling.py, which is a script (bench/ is no package)."""
     path = settings.BASE_DIR / "bench/reservation_ceiling.py"
     spec = importlib.util.spec_from_file_location("bench_reservation_ceiling", path)
+    assert spec is not None and spec.loader is not None, "bench/ has the script"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

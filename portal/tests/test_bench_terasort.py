@@ -12,6 +12,7 @@ def bench_terasort() -> ModuleType:
     """bench/terasort.py, which is a script (bench/ is no package)."""
     path = settings.BASE_DIR / "bench/terasort.py"
     spec = importlib.util.spec_from_file_location("bench_terasort", path)
+    assert spec is not None and spec.loader is not None, "bench/ has the script"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

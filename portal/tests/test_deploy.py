@@ -38,9 +38,13 @@ def option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
+class CaseSensitiveParser(configparser.ConfigParser):
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr  # systemd keys are case-sensitive
+
+
 def unit(name: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(strict=False, interpolation=None)
-    parser.optionxform = str  # systemd keys are case-sensitive
+    parser = CaseSensitiveParser(strict=False, interpolation=None)
     parser.read_string((UNITS / name).read_text())
     return parser
 
@@ -175,7 +179,8 @@ def test_systemd_finds_nothing_wrong_in_the_units_but_the_missing_install(tmp_pa
 
 
 @pytest.mark.skipif(
-    subprocess.run(["docker", "compose", "version"], capture_output=True, check=False).returncode,
+    subprocess.run(["docker", "compose", "version"], capture_output=True, check=False).returncode
+    != 0,
     reason="the docker compose plugin is not on this machine",
 )
 def test_docker_compose_accepts_the_file(tmp_path):

@@ -29,6 +29,7 @@ def fetch_from(instance: Instance, address: str) -> tuple[int, str]:
     """HTTP from inside an instance's container to port 80 of an address (busybox wget)."""
     # (busybox's own -T timeout crashes this static build; timeout(1) bounds it instead)
     argv = ["timeout", "3", "wget", "-q", "-O", "-", f"http://{address}/"]
+    assert instance.node is not None, "placed on a node"
     return nodes.client(instance.node).exec(instance.container_id, argv, 30)
 
 

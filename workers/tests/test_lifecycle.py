@@ -41,10 +41,12 @@ def only_nodes(*names: str) -> None:
 
 
 def exec_in(instance: Instance, *argv: str) -> tuple[int, str]:
+    assert instance.node is not None, "placed on a node"
     return nodes.client(instance.node).exec(instance.container_id, list(argv), 30)
 
 
 def inspect(instance: Instance) -> dict:
+    assert instance.node is not None, "placed on a node"
     return engine.cached(instance.node).api.inspect_container(instance.container_id)
 
 
@@ -326,7 +328,7 @@ def _database_url() -> str:
 
 
 def children_of(pid: int) -> list[int]:
-    found = []
+    found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         text = (task / "children").read_text().split()
         found.extend(int(p) for p in text)

@@ -183,6 +183,7 @@ def test_a_placement_that_fails_on_a_node_goes_back_to_the_queue_away_from_it(
 def stop_on_its_own(fake_nodes, cluster: Cluster, hostname: str, log: str) -> None:
     instance = cluster.instances.select_related("node").get(hostname=hostname)
     name = plans.container_name(cluster.id, instance.role, instance.index)
+    assert instance.node is not None, "placed on a node"
     container = fake_nodes.on(instance.node.name)[name]
     container.state, container.log = "exited", log
 

@@ -36,6 +36,7 @@ def launch_default(user, product: str, name: str) -> Cluster:
         .order_by("-id")
         .first()
     )
+    assert version is not None, f"no {product} version in the catalog"
     assert missing_images(version) == [], "lab up builds every product image"
     for node in Node.objects.filter(name__startswith="lab-"):
         assert version.image in node.images, f"lab up did not build {version.image} on {node}"
@@ -44,6 +45,7 @@ def launch_default(user, product: str, name: str) -> Cluster:
 
 
 def run(instance: Instance, *argv: str, timeout: float = 300) -> str:
+    assert instance.node is not None, "placed on a node"
     code, output = nodes.client(instance.node).exec(instance.container_id, list(argv), timeout)
     assert code == 0, output[-2000:]
     return output
@@ -56,6 +58,7 @@ def destroy_and_check(cluster: Cluster) -> None:
     addresses = cluster.instances.values_list("address_id", flat=True)
     assert not Address.objects.filter(held=True, id__in=list(addresses)).exists()
     for node in {i.node for i in cluster.instances.select_related("node")}:
+        assert node is not None, "placed on a node"
         left = engine.cached(node).containers.list(
             all=True, filters={"label": f"platter.cluster={cluster.id}"}
         )
@@ -83,6 +86,7 @@ def assert_no_secret_shown(cluster: Cluster) -> None:
     for message in cluster.events.values_list("message", flat=True):
         assert not any(s in message for s in secrets), f"an event quotes a secret: {message!r}"
     for member in cluster.instances.filter(active=True).select_related("node"):
+        assert member.node is not None, "placed on a node"
         log = engine.cached(member.node).api.logs(member.container_id).decode(errors="replace")
         assert not any(s in log for s in secrets), f"{member.hostname}'s log quotes a secret"
 
@@ -94,6 +98,7 @@ def shown_string(cluster: Cluster, start: str) -> list[str]:
 
 
 def attempt(member: Instance, *argv: str, timeout: float = 120) -> tuple[int, str]:
+    assert member.node is not None, "placed on a node"
     return nodes.client(member.node).exec(member.container_id, list(argv), timeout)
 
 

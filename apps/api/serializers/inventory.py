@@ -1,12 +1,14 @@
 """Admin-only views of the physical pool and of users' quotas."""
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.models import LIMIT_FIELDS, Quota
-from apps.clusters.quotas import DISK_KINDS, group_usage, user_usage
+from apps.clusters.quotas import DISK_KINDS, usage_of
 from apps.inventory.models import Disk, Node
 from apps.inventory.pki import tls_status
 
@@ -51,14 +53,19 @@ class NodeSerializer(serializers.ModelSerializer):
         ]
 
     def get_cores_free(self, node: Node) -> int:
-        return node.cores - node.used_cores
+        return node.cores - node.used_cores  # type: ignore[attr-defined]  # the view's queryset adds it
 
     def get_memory_free_mb(self, node: Node) -> int:
-        return node.memory_mb - node.used_memory
+        return node.memory_mb - node.used_memory  # type: ignore[attr-defined]  # the view's queryset adds it
 
     @extend_schema_field(CredentialsSerializer)
     def get_credentials(self, node: Node) -> dict:
-        facts = {"transport": node.transport, "files_present": None, "missing": [], "expires": None}
+        facts: dict[str, Any] = {
+            "transport": node.transport,
+            "files_present": None,
+            "missing": [],
+            "expires": None,
+        }
         if node.transport == "tcp":
             status = tls_status(node.tls_dir)
             facts |= {
@@ -118,11 +125,11 @@ class DiskSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(HolderSerializer(allow_null=True))
     def get_holder(self, disk: Disk) -> dict | None:
-        return self._describe(disk.active_allocations)
+        return self._describe(disk.active_allocations)  # type: ignore[attr-defined]  # the view's queryset adds it
 
     @extend_schema_field(HolderSerializer(allow_null=True))
     def get_keeps_data_of(self, disk: Disk) -> dict | None:
-        return self._describe(disk.kept_allocations)
+        return self._describe(disk.kept_allocations)  # type: ignore[attr-defined]  # the view's queryset adds it
 
 
 # Limit name -> value (null: unlimited), one field per limit of apps.accounts.
@@ -161,8 +168,8 @@ class QuotaSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(LimitsSerializer)
     def get_used(self, quota: Quota) -> dict:
-        used = user_usage(quota.user_id) if quota.user_id else group_usage(quota.group_id)
-        return LimitsSerializer(used).data  # the database's sums are decimals: integers here
+        # The database's sums are decimals: integers here.
+        return LimitsSerializer(usage_of(quota)).data
 
     def validate(self, attrs: dict) -> dict:
         user = attrs.get("user", getattr(self.instance, "user", None))

@@ -32,7 +32,7 @@ class TokenSerializer(serializers.ModelSerializer):
 
 class TokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    read_only = serializers.BooleanField(default=False)
+    read_only = serializers.BooleanField(default=False)  # type: ignore[assignment]  # the API's key
     expires_in_days = serializers.FloatField(
         required=False, allow_null=True, min_value=0.001, max_value=3650
     )

@@ -22,18 +22,18 @@ class ProductSerializer(serializers.ModelSerializer):
 
     def get_versions(self, product: Product) -> list[str]:
         # The view prefetches only launchable versions into `launchable`.
-        return [v.version for v in product.launchable]
+        return [v.version for v in product.launchable]  # type: ignore[attr-defined]  # prefetched by the view
 
 
 class OptionsSchemaSerializer(serializers.Serializer):
     """catalog.options.describe(): each section maps option -> default; ``fields`` holds the
     full definitions (type, min, max, choices, description, section)."""
 
-    required = serializers.DictField()
+    required = serializers.DictField()  # type: ignore[assignment]  # the API's key
     optional = serializers.DictField()
     advanced = serializers.DictField()
     descriptions = serializers.DictField(child=serializers.CharField(allow_blank=True))
-    fields = serializers.DictField(child=serializers.DictField())
+    fields = serializers.DictField(child=serializers.DictField())  # type: ignore[assignment]  # the API's key
     launch_keys = serializers.ListField(child=serializers.CharField())
 
 

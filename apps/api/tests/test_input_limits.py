@@ -2,6 +2,7 @@
 nested too deep each get a 4xx that says what is wrong (a 400 names the field)."""
 
 import io
+from typing import Any
 
 import pytest
 from django.test import Client, RequestFactory
@@ -106,10 +107,10 @@ def test_a_chunked_body_is_held_to_the_same_limit(settings):
     middleware = RequestLimitsMiddleware(lambda request: seen.append(request.body) or "passed")
 
     def chunked(body: bytes):
+        environ: dict[str, Any] = {"wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True}
         request = RequestFactory().generic(
-            "POST", "/api/v1/clusters", b"", content_type="application/json",
-            **{"wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True},
-        )  # fmt: skip
+            "POST", "/api/v1/clusters", b"", content_type="application/json", **environ
+        )
         request.META.pop("CONTENT_LENGTH", None)
         request._stream = io.BytesIO(body)  # as WSGIRequest sets it for a terminated input
         return middleware(request)

@@ -25,6 +25,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 def say(instance: Instance, text: str) -> None:
     """A line in the container's log, written to its main process's stdout."""
+    assert instance.node is not None, "placed on a node"
     code, output = nodes.client(instance.node).exec(
         instance.container_id, ["sh", "-c", f"echo {text} >/proc/1/fd/1"], 30
     )

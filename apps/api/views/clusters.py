@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -190,7 +190,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         responses={(200, "text/plain"): OpenApiTypes.STR, **LOG_ERRORS},
     )
     @action(detail=True, methods=["get"], renderer_classes=LOG_RENDERERS)
-    def logs(self, request: Request, **kwargs) -> HttpResponse:
+    def logs(self, request: Request, **kwargs) -> HttpResponseBase:
         """An instance's container log as text/plain (stdout and stderr as written): its last
         `tail` lines, or with follow=true those and then each new line as it comes, until
         `seconds` pass or the container stops. With timestamps=true each line starts with its

@@ -7,6 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
 
 from apps.accounts import services as quotas
@@ -81,13 +82,15 @@ class QuotaViewSet(ModelViewSet):
     queryset = Quota.objects.select_related("user", "group").order_by("id")
 
     # Writes go through the services, which audit them.
-    def perform_create(self, serializer: QuotaSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer) -> None:
         serializer.instance = quotas.save_quota(
             Quota(**serializer.validated_data), actor=self.request.user
         )
 
-    def perform_update(self, serializer: QuotaSerializer) -> None:
+    def perform_update(self, serializer: BaseSerializer) -> None:
         quota = serializer.instance
+        if not isinstance(quota, Quota):  # an update always has its row
+            raise TypeError(f"no quota to update: {quota!r}")
         for name, value in serializer.validated_data.items():
             setattr(quota, name, value)
         quotas.save_quota(quota, actor=self.request.user)

@@ -16,7 +16,7 @@ def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active
         name=f"n{next(_names)}", endpoint="unix:///var/run/docker.sock", cores=cores,
         memory_mb=memory_mb, state=state,
     )  # fmt: skip
-    rows = []
+    rows: list[Disk] = []
     for kind, count in (disks if disks is not None else {"hdd": 12}).items():
         for _ in range(count):
             rows.append(

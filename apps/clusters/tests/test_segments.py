@@ -32,6 +32,7 @@ def make_segments(count: int) -> list[Network]:
 
 
 def subnet_of(instance: Instance) -> str:
+    assert instance.address is not None, "placed on a node"
     return instance.address.network.subnet
 
 

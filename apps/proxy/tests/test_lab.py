@@ -39,6 +39,7 @@ def start_application(master: Instance) -> None:
     """A PySpark application on the master that holds its UI open for two minutes."""
     script = f"cat >/tmp/ui-probe.py <<'EOF'\n{PROBE}\nEOF\n"
     script += "spark-submit --executor-memory 512m /tmp/ui-probe.py >/tmp/ui-probe.log 2>&1"
+    assert master.node is not None, "placed on a node"
     api = engine.cached(master.node).api
     started = api.exec_create(master.container_id, ["sh", "-c", script])
     api.exec_start(started["Id"], detach=True)

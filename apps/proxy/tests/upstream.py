@@ -13,8 +13,13 @@ from apps.inventory.models import Address
 RELEASE_STREAM = threading.Event()
 
 
+class UpstreamServer(ThreadingHTTPServer):
+    cluster_root = ""  # the portal's path to this cluster's UIs, set by a test
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    server: UpstreamServer
 
     def log_message(self, *args) -> None:  # quiet test output
         pass
@@ -103,10 +108,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def start_upstream() -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+def start_upstream() -> UpstreamServer:
+    server = UpstreamServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    server.cluster_root = ""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -32,7 +32,9 @@ def poll(client, cluster: Cluster, state: str, since: str) -> str:
 
 
 def cursor(html: str) -> str:
-    return re.search(r'id="cluster-poll"[^>]*since=(\d+)', html)[1]
+    found = re.search(r'id="cluster-poll"[^>]*since=(\d+)', html)
+    assert found is not None, "the page polls for events"
+    return found[1]
 
 
 def oob_ids(fragment: str) -> list[str]:
