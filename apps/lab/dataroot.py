@@ -5,9 +5,11 @@ container outright.
 
 Preferred is XFS mounted with project quotas (pquota) under overlay2, as on production nodes.
 A kernel built without XFS quotas (CONFIG_XFS_QUOTA unset; the mount then fails) gets btrfs
-under Docker's btrfs driver instead, whose quota groups enforce the same limit. Which one a
-node got is read back from the mount table (`lab status` shows it), and `lab up` probes each
-daemon with a limited container and says so when a limit cannot hold there.
+under Docker's btrfs driver instead, whose quota groups enforce the limit too, counting the
+image's own files as well as what the container writes (a quota group limits the bytes a
+subvolume refers to; overlay2 counts only the writes). Which one a node got is read back
+from the mount table (`lab status` shows it), and `lab up` probes each daemon with a limited
+container and says so when a limit cannot hold there.
 
 The image is a sparse file under the node's home: it costs only what the daemon writes. It is
 mounted before the daemon starts; stopping the node (teardown.stop_node) and `lab down` unmount
