@@ -34,11 +34,17 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
     form = LaunchForm(chosen, request.user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
+            parsed = form.launch_request  # set by a valid form: the one launch parser's answer
             cluster = services.launch(
-                request.user, chosen, form.cleaned_data["name"], form.options(),
-                form.cleaned_data["lease"], form.cleaned_data["reuse_data_from"],
+                request.user,
+                chosen,
+                form.cleaned_data["name"],
+                form.options(),
+                form.cleaned_data["lease"],
+                form.cleaned_data["reuse_data_from"],
                 actor=request.user,
-            )  # fmt: skip
+                spec=parsed.spec if parsed else None,
+            )
         except OptionsError as exc:
             for name, message in exc.errors.items():
                 form.add_error(name if name in form.fields else None, message)
@@ -86,5 +92,9 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     roles: dict[str, int] = {}
     for instance in spec.instances:
         roles[instance.role] = roles.get(instance.role, 0) + 1
-    return {"preview": preview_launch(request.user, spec.instances), "spec": spec,
-            "roles": roles.items(), **missing}  # fmt: skip
+    return {
+        "preview": preview_launch(request.user, spec.instances),
+        "spec": spec,
+        "roles": roles.items(),
+        **missing,
+    }
