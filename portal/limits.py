@@ -29,8 +29,13 @@ def refuse(request: HttpRequest, status: int, message: str, **extra: object) -> 
 def nul_in_query(query_string: str) -> list[str]:
     """The query parameters whose name or value holds a NUL byte."""
     pairs = parse_qsl(query_string, keep_blank_values=True, errors="replace")
-    return sorted({name.replace("\x00", "") or "(unnamed)" for name, value in pairs
-                   if "\x00" in name or "\x00" in value})  # fmt: skip
+    return sorted(
+        {
+            name.replace("\x00", "") or "(unnamed)"
+            for name, value in pairs
+            if "\x00" in name or "\x00" in value
+        }
+    )
 
 
 class RequestLimitsMiddleware:

@@ -32,9 +32,15 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
     request = parse_launch(version, {k: v for k, v in body.items() if k not in VERSION_KEYS}, user)
     name = request.name or _default_name(user, version)
     return launch(
-        user, version, name, request.options, request.lease_hours, request.reuse_data_from,
-        actor=user, spec=request.spec,
-    )  # fmt: skip
+        user,
+        version,
+        name,
+        request.options,
+        request.lease_hours,
+        request.reuse_data_from,
+        actor=user,
+        spec=request.spec,
+    )
 
 
 def _default_name(user, version: ProductVersion) -> str:

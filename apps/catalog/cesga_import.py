@@ -294,13 +294,19 @@ def _role(group: Group, sets: dict[str, tuple[str, list[str]]]) -> dict:
     open_props = {prop for prop, roles in sets.values() if group.name in roles}
     values = group.props()
     nodes = ", ".join(n.name for n in group.nodes)
-    role: dict[str, Any] = {"name": group.name, "image": group.first.image,
-                            "description": f"CESGA nodes {nodes}"}  # fmt: skip
+    role: dict[str, Any] = {
+        "name": group.name,
+        "image": group.first.image,
+        "description": f"CESGA nodes {nodes}",
+    }
     for prop in PROPS:
         value = values[prop]
         low, high = (min(FLOOR[prop], value), max(OPEN_MAX[prop], value))
-        bounds = {"min": low, "default": value, "max": high} if prop in open_props else {
-            "min": value, "default": value, "max": value}  # fmt: skip
+        bounds = (
+            {"min": low, "default": value, "max": high}
+            if prop in open_props
+            else {"min": value, "default": value, "max": value}
+        )
         if prop == "count":
             role.update(bounds)
         else:
@@ -341,8 +347,12 @@ def _schema(
             definition["min"] = min(FLOOR[prop], option.default)
             definition["max"] = max(OPEN_MAX[prop], option.default)
         elif option.name in fixed:
-            definition = {"type": "choice", "choices": [option.default],
-                          "default": option.default, "description": description}  # fmt: skip
+            definition = {
+                "type": "choice",
+                "choices": [option.default],
+                "default": option.default,
+                "description": description,
+            }
         _, problem = check_value(definition, option.default)
         if problem:
             raise RegistrationError(f"option {option.name!r}: default {problem}")

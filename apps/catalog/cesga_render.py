@@ -37,8 +37,12 @@ class Sandbox(ImmutableSandboxedEnvironment):
         self.items = 0
         # Only what CESGA templates use (range, joiner) and a few harmless helpers;
         # lipsum(n) and namespace (a value a loop can grow) are left out.
-        self.globals = {"range": self.counted_range, "joiner": self.globals["joiner"],
-                        "dict": dict, "cycler": self.globals["cycler"]}  # fmt: skip
+        self.globals = {
+            "range": self.counted_range,
+            "joiner": self.globals["joiner"],
+            "dict": dict,
+            "cycler": self.globals["cycler"],
+        }
 
     def counted_range(self, *args: int) -> range:
         numbers = range(*args)

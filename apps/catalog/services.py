@@ -37,9 +37,20 @@ VERSION_FIELDS = (
 # NET_RAW is left out although Docker grants it: raw sockets forge ARP and addresses on a
 # cluster's segment, so a version that wants them (ping, say) needs an admin's trust.
 DOCKER_DEFAULT_CAPABILITIES = [
-    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-    "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
-]  # fmt: skip
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+]
 
 
 def launchable_versions() -> QuerySet[ProductVersion]:

@@ -40,8 +40,16 @@ RESOURCE_UNITS = {"count": "instances", "cores": "cores", "memory_mb": "MB", "di
 DEFAULT_STR_MAX_LENGTH = 255
 DEFAULT_CONFIGURE_TIMEOUT = 120
 # The ProductVersion fields a definition is made of, in the order problems are reported.
-DEFINITION_FIELDS = ("image", "disk_kind", "roles", "options_schema", "ports", "environment",
-                     "configure", "capabilities")  # fmt: skip
+DEFINITION_FIELDS = (
+    "image",
+    "disk_kind",
+    "roles",
+    "options_schema",
+    "ports",
+    "environment",
+    "configure",
+    "capabilities",
+)
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
 # Docker accepts any name without "="; some images read names such as CORE-SITE.XML_fs.x.
@@ -50,8 +58,17 @@ CAPABILITY = re.compile(r"[A-Z_]+")
 
 # Placeholders of environment values and commands (listed in apps.catalog.templating).
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-INSTANCE_NAMES = ("cluster", "hostname", "role", "index", "cores", "memory_mb", "disks",
-                  "data_dirs", "data_dirs_csv")  # fmt: skip
+INSTANCE_NAMES = (
+    "cluster",
+    "hostname",
+    "role",
+    "index",
+    "cores",
+    "memory_mb",
+    "disks",
+    "data_dirs",
+    "data_dirs_csv",
+)
 CLUSTER_NAMES = ("members", "members_csv")
 ROLE_SUFFIXES = ("_hosts", "_hosts_csv", "_host", "_count")
 

@@ -13,8 +13,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 Path = tuple[str | int, ...]
 # How pydantic names the members of a union of JSON scalars in an error's location.
-SCALAR_MEMBERS = {"int": "int_type", "float": "float_type", "str": "string_type",
-                  "bool": "bool_type"}  # fmt: skip
+SCALAR_MEMBERS = {
+    "int": "int_type",
+    "float": "float_type",
+    "str": "string_type",
+    "bool": "bool_type",
+}
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,14 @@ if TYPE_CHECKING:
     # A version, or a parsed definition (e.g. one a cluster launched with).
     Source = ProductVersion | ProductDefinition
 
-__all__ = ["CLUSTER_NAMES", "DEFAULT_CONFIGURE_TIMEOUT", "INSTANCE_NAMES", "PLACEHOLDER",
-           "ROLE_SUFFIXES", "placeholders_in"]  # fmt: skip
+__all__ = [
+    "CLUSTER_NAMES",
+    "DEFAULT_CONFIGURE_TIMEOUT",
+    "INSTANCE_NAMES",
+    "PLACEHOLDER",
+    "ROLE_SUFFIXES",
+    "placeholders_in",
+]
 
 Hostnames = dict[tuple[str, int], str]  # (role, index) -> hostname
 

@@ -43,9 +43,14 @@ def cluster_spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSp
 
 def _data_disk(n: int, disk) -> DataDisk:
     return DataDisk(
-        f"/data/{n}", disk.node.name, disk.mount_path, disk.device, disk.kind,
-        disk.seq_read_mbps, disk.seq_write_mbps,
-    )  # fmt: skip
+        f"/data/{n}",
+        disk.node.name,
+        disk.mount_path,
+        disk.device,
+        disk.kind,
+        disk.seq_read_mbps,
+        disk.seq_write_mbps,
+    )
 
 
 def data_path(cluster: Cluster) -> list[InstanceDataPath]:

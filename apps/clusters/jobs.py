@@ -37,7 +37,8 @@ def send(task: str, *args) -> bool:
         # round of retries against a Redis that is down.
         app.send_task(task, args=list(args), ignore_result=True)
     except Exception as error:  # noqa: BLE001 (whatever the broker raised, the answer stands)
-        log.warning("could not hand %s%s to the workers: %s; beat retries it", task,
-                    tuple(args), error)  # fmt: skip
+        log.warning(
+            "could not hand %s%s to the workers: %s; beat retries it", task, tuple(args), error
+        )
         return False
     return True

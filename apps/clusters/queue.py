@@ -39,8 +39,9 @@ def position(cluster: Cluster) -> QueuePosition | None:
     if cluster.id not in order:  # placed or cancelled since it was read
         return None
     place = order.index(cluster.id) + 1
-    return QueuePosition(place, len(order), settings.SCHEDULER_QUEUE_ORDER,
-                         _reason(cluster, ahead=place - 1))  # fmt: skip
+    return QueuePosition(
+        place, len(order), settings.SCHEDULER_QUEUE_ORDER, _reason(cluster, ahead=place - 1)
+    )
 
 
 def _reason(cluster: Cluster, ahead: int) -> str:

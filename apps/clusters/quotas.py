@@ -46,8 +46,12 @@ class QuotaExceeded(PermissionError):
 
     def __init__(self, limit: str, asked: int, used: int, maximum: int, scope: str) -> None:
         self.limit, self.asked, self.used, self.maximum, self.scope = (
-            limit, asked, used, maximum, scope,
-        )  # fmt: skip
+            limit,
+            asked,
+            used,
+            maximum,
+            scope,
+        )
         super().__init__(
             f"the quota of {scope} is {amount(maximum, limit)}: {used} in use, {asked} more asked"
         )

@@ -489,8 +489,9 @@ def release(cluster_id: int, keep_data: bool = True) -> int:
         Network.objects.filter(holder_id=cluster_id).update(holder=None)
         if freed or disk_ids:
             kept = "kept" if keep_data else "wiped"
-            record_event(cluster_id, f"released {freed} instances and {len(disk_ids)} disks "
-                         f"(data {kept})")  # fmt: skip
+            record_event(
+                cluster_id, f"released {freed} instances and {len(disk_ids)} disks (data {kept})"
+            )
             if settings.SCHEDULER_ADMIT_ON_RELEASE:
                 from .admission import admit_queued
 

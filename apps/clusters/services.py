@@ -128,27 +128,45 @@ def create_cluster(
     )
     Instance.objects.bulk_create(
         Instance(
-            cluster=cluster, role=i.role, index=i.index, cores=i.cores, memory_mb=i.memory_mb,
-            disks=i.disks, disk_kind=i.disk_kind, image=i.image,
+            cluster=cluster,
+            role=i.role,
+            index=i.index,
+            cores=i.cores,
+            memory_mb=i.memory_mb,
+            disks=i.disks,
+            disk_kind=i.disk_kind,
+            image=i.image,
             hostname=f"{i.role}-{i.index}"[:63],
         )
         for i in instances
-    )  # fmt: skip
+    )
     record_event(cluster.id, "queued")
     record(
-        Action.CLUSTER_LAUNCH, actor or owner, cluster, object_repr=_describe(cluster, owner),
-        version=str(version), instances=len(instances), options=options or {},
-        lease_hours=lease_hours, reuse_data_of=reuse_data_of.id if reuse_data_of else None,
-    )  # fmt: skip
+        Action.CLUSTER_LAUNCH,
+        actor or owner,
+        cluster,
+        object_repr=_describe(cluster, owner),
+        version=str(version),
+        instances=len(instances),
+        options=options or {},
+        lease_hours=lease_hours,
+        reuse_data_of=reuse_data_of.id if reuse_data_of else None,
+    )
     jobs.dispatch(jobs.LAUNCH, cluster.id)
     return cluster
 
 
 def launch(
-    owner, version, name: str, options: dict, lease_hours: float | None = None,
-    reuse_data_of: Cluster | None = None, *, actor: Actor = None,
+    owner,
+    version,
+    name: str,
+    options: dict,
+    lease_hours: float | None = None,
+    reuse_data_of: Cluster | None = None,
+    *,
+    actor: Actor = None,
     spec: ClusterSpec | None = None,
-) -> Cluster:  # fmt: skip
+) -> Cluster:
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster.
     `spec`: what apps.clusters.requests.parse_launch resolved from these options already."""
     from apps.catalog.images import require_images  # the catalog owns option and image rules
@@ -188,8 +206,9 @@ def request_destroy(
     the cluster is now in."""
     why = {"reason": reason} if reason else {}
     if transition(cluster_id, S.QUEUED, S.DESTROYED, "cancelled before placement"):
-        _audit(Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, cancelled=True,
-               **why)  # fmt: skip
+        _audit(
+            Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, cancelled=True, **why
+        )
         return S.DESTROYED
     live = [s for s in LIVE_STATES if s not in (S.QUEUED, S.DESTROYING)] + [S.FAILED]
     how = "data kept" if keep_data else "data will be wiped"
@@ -281,6 +300,12 @@ def extend_lease(cluster_id: int, hours: float, *, actor: Actor = None) -> datet
         previous, cluster.expires_at = cluster.expires_at, end
         cluster.save(update_fields=["expires_at"])
         record_event(cluster_id, f"lease extended to {end:%Y-%m-%d %H:%M} UTC")
-        _audit(Action.CLUSTER_EXTEND, cluster_id, actor, hours=hours, previous_end=previous,
-               expires_at=end)  # fmt: skip
+        _audit(
+            Action.CLUSTER_EXTEND,
+            cluster_id,
+            actor,
+            hours=hours,
+            previous_end=previous,
+            expires_at=end,
+        )
     return end

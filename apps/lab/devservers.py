@@ -224,9 +224,15 @@ def web_command(address: str) -> list[str]:
     """gunicorn as production runs it (deploy/gunicorn.conf.py: gthread workers, timeouts,
     worker recycling), bound to `address`, serving the app of web_application()."""
     return [
-        sys.executable, "-m", "gunicorn", "-c", str(BASE_DIR / "deploy" / "gunicorn.conf.py"),
-        "--bind", address, "apps.lab.devservers:web_application()",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        str(BASE_DIR / "deploy" / "gunicorn.conf.py"),
+        "--bind",
+        address,
+        "apps.lab.devservers:web_application()",
+    ]
 
 
 def web_application():  # a WSGI callable; Django is imported only here
@@ -244,9 +250,13 @@ def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:
     """The web server in a process group of its own (stop it with stop_process): Ctrl-C in
     the terminal reaches only `./platter`, which stops its children in order."""
     return subprocess.Popen(
-        web_command(address), cwd=BASE_DIR, env=env, stdout=log, stderr=log and subprocess.STDOUT,
+        web_command(address),
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=log and subprocess.STDOUT,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def wait_for_web(address: str, process: subprocess.Popen, seconds: float = 60) -> None:

@@ -245,17 +245,23 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
         ensure_cluster_network(node)
         layers[node.name] = dataroot.writable_layer_limit(local_node(node))
         if layers[node.name] is not None:
-            log(f"{node.name}: a container's writable-layer limit cannot be enforced here: "
-                f"{layers[node.name]}")  # fmt: skip
+            log(
+                f"{node.name}: a container's writable-layer limit cannot be enforced here: "
+                f"{layers[node.name]}"
+            )
         if node.over_ssh:
             ssh.ensure_ssh_keys(spec)
             if ssh.start_sshd(node):
                 undo.add("stop the lab's sshd", lambda: ssh.stop_sshd(spec))
             if ssh.install_ssh_client_config(node):
-                undo.add("remove the lab's Include line in ~/.ssh/config",
-                         lambda: ssh.remove_ssh_client_config(spec))  # fmt: skip
-        log(f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}, "
-            f"data-root {dataroot.describe(node)}")  # fmt: skip
+                undo.add(
+                    "remove the lab's Include line in ~/.ssh/config",
+                    lambda: ssh.remove_ssh_client_config(spec),
+                )
+        log(
+            f"{node.name}: {node.endpoint}, {len(disks)} disks under {node.disk_root}, "
+            f"data-root {dataroot.describe(node)}"
+        )
     if spec.products:
         ensure_product_images(nodes, log)
     with transaction.atomic():  # all nodes or none

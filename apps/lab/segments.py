@@ -91,13 +91,31 @@ def ensure_segments(spec: LabSpec, made: Callable[[str], object] = lambda name: 
         if host.ensure_bridge(segment.bridge):
             made(segment.bridge)
         if not host.link_exists(segment.shim):
-            host.run("ip", "link", "add", segment.shim, "link", segment.bridge,
-                     "type", "macvlan", "mode", "bridge")  # fmt: skip
+            host.run(
+                "ip",
+                "link",
+                "add",
+                segment.shim,
+                "link",
+                segment.bridge,
+                "type",
+                "macvlan",
+                "mode",
+                "bridge",
+            )
             made(segment.shim)
         host.run("ip", "addr", "replace", f"{segment.shim_address}/32", "dev", segment.shim)
         host.run("ip", "link", "set", segment.shim, "up")
-        host.run("ip", "route", "replace", str(segment.subnet), "dev", segment.shim,
-                 "src", segment.shim_address)  # fmt: skip
+        host.run(
+            "ip",
+            "route",
+            "replace",
+            str(segment.subnet),
+            "dev",
+            segment.shim,
+            "src",
+            segment.shim_address,
+        )
 
 
 def route_owner(subnet: ipaddress.IPv4Network) -> str | None:

@@ -11,8 +11,12 @@ from apps.clusters.models import Cluster
 from apps.clusters.requests import LEASE_MIN_HOURS, LaunchError, LaunchRequest, parse_launch
 
 # Launch keys, in the section of the form each belongs to.
-LAUNCH_SECTION = {"name": "required", "disk_kind": "optional", "lease": "optional",
-                  "reuse_data_from": "advanced"}  # fmt: skip
+LAUNCH_SECTION = {
+    "name": "required",
+    "disk_kind": "optional",
+    "lease": "optional",
+    "reuse_data_from": "advanced",
+}
 
 
 # Labels of the catalog's option names, which Django would show as "Cpu" or "Cache_gb".
@@ -34,8 +38,12 @@ def option_label(name: str) -> str:
 def option_field(name: str, option: Option) -> forms.Field:
     """A field that shows one option (bounds as input hints). It only reads the input: the
     launch parser checks it, as it does for the API's."""
-    common: dict[str, Any] = {"required": False, "help_text": option.description,
-                              "initial": option.default, "label": option_label(name)}  # fmt: skip
+    common: dict[str, Any] = {
+        "required": False,
+        "help_text": option.description,
+        "initial": option.default,
+        "label": option_label(name),
+    }
     if option.type == "bool":
         return forms.BooleanField(**common)  # an unticked box posts nothing: read as false
     if option.type == "choice":
@@ -59,13 +67,16 @@ class LaunchForm(forms.Form):
     )
     lease = forms.CharField(
         widget=forms.NumberInput(attrs={"min": LEASE_MIN_HOURS, "step": "any"}),
-        required=False, label="Lease (hours)",
+        required=False,
+        label="Lease (hours)",
         help_text="Destroyed (data kept) when it ends; empty: no end",
-    )  # fmt: skip
+    )
     reuse_data_from = forms.CharField(
-        widget=forms.Select(), required=False, label="Reuse data of",
+        widget=forms.Select(),
+        required=False,
+        label="Reuse data of",
         help_text="A destroyed cluster of yours whose disks kept their data",
-    )  # fmt: skip
+    )
 
     def __init__(self, version: ProductVersion, owner, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

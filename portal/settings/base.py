@@ -453,8 +453,10 @@ METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 # the proxy answer only there and the portal's other pages answer 404 there (so its sign-in
 # page too: such a site sets LOGIN_URL to the portal's absolute sign-in URL).
 INSTALLED_APPS += ["apps.proxy"]
-MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
-                  "apps.proxy.middleware.SeparateOriginMiddleware")  # fmt: skip
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
+    "apps.proxy.middleware.SeparateOriginMiddleware",
+)
 PROXY_ORIGIN = envstr("PLATTER_PROXY_ORIGIN", "").rstrip("/")
 # Seconds to wait for a node's UI to accept the connection, and then for each read.
 PROXY_CONNECT_TIMEOUT = envint("PLATTER_PROXY_CONNECT_TIMEOUT", 5)

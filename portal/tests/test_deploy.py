@@ -56,8 +56,12 @@ def settings_source() -> str:
 
 def test_compose_names_the_services_of_a_deployment(compose):
     assert {"postgres", "redis", "migrate", "web", "beat", "proxy"} <= set(compose["services"])
-    assert set(compose["secrets"]) == {"secret_key", "database_url", "postgres_password",
-                                       "metrics_token"}  # fmt: skip
+    assert set(compose["secrets"]) == {
+        "secret_key",
+        "database_url",
+        "postgres_password",
+        "metrics_token",
+    }
 
 
 def test_the_workers_consume_every_queue_and_only_known_ones(compose):
@@ -130,13 +134,21 @@ def test_the_dockerfile_copies_what_exists_and_starts_gunicorn_with_our_config()
 
 
 def test_the_gunicorn_config_loads_the_production_application():
-    env = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(60),
-           "ALLOWED_HOSTS": "platter.example.org"}  # fmt: skip
+    env = {
+        **os.environ,
+        "SECRET_KEY": secrets.token_urlsafe(60),
+        "ALLOWED_HOSTS": "platter.example.org",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the config file picks production
     result = subprocess.run(
         [sys.executable, "-m", "gunicorn", "--check-config", "-c", "deploy/gunicorn.conf.py"],
-        cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     config = runpy.run_path(str(BASE_DIR / "deploy" / "gunicorn.conf.py"))
     module, attribute = config["wsgi_app"].split(":")
@@ -153,8 +165,11 @@ def test_the_systemd_units_start_real_programs_on_every_queue():
     # The install line enables one worker per queue.
     enabled = re.findall(r"platter-worker@(\w+)", (UNITS / "platter-web.service").read_text())
     assert sorted(enabled) == sorted(ALL_QUEUES)
-    for name, parsed in [("platter-web.service", web), ("platter-worker@.service", worker),
-                         ("platter-beat.service", beat)]:  # fmt: skip
+    for name, parsed in [
+        ("platter-web.service", web),
+        ("platter-worker@.service", worker),
+        ("platter-beat.service", beat),
+    ]:
         service = parsed["Service"]
         assert service["User"] == "platter" and service["NoNewPrivileges"] == "yes"
         # Secrets are systemd credentials, read through *_FILE (last Environment= line wins
@@ -171,8 +186,10 @@ def test_systemd_finds_nothing_wrong_in_the_units_but_the_missing_install(tmp_pa
         shutil.copy(UNITS / name, tmp_path / name)
     result = subprocess.run(
         ["systemd-analyze", "verify", "--man=no", *sorted(map(str, tmp_path.iterdir()))],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     complaints = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
     # /opt/platter is not installed here; anything else is a mistake in a unit.
     assert complaints and all("/opt/platter/.venv/bin/" in line for line in complaints), complaints
@@ -193,9 +210,13 @@ def test_docker_compose_accepts_the_file(tmp_path):
             (secrets_dir / name).write_text("x")
     try:
         result = subprocess.run(
-            ["docker", "compose", "config", "--quiet"], cwd=BASE_DIR, env=env,
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            ["docker", "compose", "config", "--quiet"],
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         if made:
             shutil.rmtree(secrets_dir)

@@ -14,8 +14,18 @@ class CesgaRegistrationAdmin(admin.ModelAdmin):
     list_display = ("__str__", "registered_by", "created", "updated")
     list_select_related = ("version__product", "registered_by")
     search_fields = ("version__product__name", "version__version")
-    fields = ("version", "logo_url", "registered_by", "created", "updated", "template_text",
-              "options_json", "orchestrator_text", "rendered_json", "warnings_list")  # fmt: skip
+    fields = (
+        "version",
+        "logo_url",
+        "registered_by",
+        "created",
+        "updated",
+        "template_text",
+        "options_json",
+        "orchestrator_text",
+        "rendered_json",
+        "warnings_list",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -73,13 +73,18 @@ class Service(CesgaView):
         found = self.version(name, version)
         described = describe(found)
         registration = CesgaRegistration.objects.filter(version=found).first()
-        return Response({
-            "name": found.product.name, "version": found.version, "title": found.product.title,
-            "description": found.description or found.product.description,
-            "logo_url": registration.logo_url if registration else "",
-            "image": found.image, "disk_kind": found.disk_kind,
-            "options": {key: described[key] for key in (*SECTIONS, "descriptions")},
-        })  # fmt: skip
+        return Response(
+            {
+                "name": found.product.name,
+                "version": found.version,
+                "title": found.product.title,
+                "description": found.description or found.product.description,
+                "logo_url": registration.logo_url if registration else "",
+                "image": found.image,
+                "disk_kind": found.disk_kind,
+                "options": {key: described[key] for key in (*SECTIONS, "descriptions")},
+            }
+        )
 
     def post(self, request: Request, name: str, version: str) -> Response:
         """Launch; answers the new instance's path, as paas does (201 here: it is created)."""

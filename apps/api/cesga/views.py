@@ -30,9 +30,17 @@ from ..views.clusters import detail_queryset
 from .models import CesgaRegistration
 from .status import cesga_status
 
-WORDS = {400: "bad request", 401: "unauthorized", 403: "forbidden", 404: "not found",
-         405: "method not allowed", 409: "conflict", 413: "payload too large",
-         422: "unprocessable entity", 429: "too many requests"}  # fmt: skip
+WORDS = {
+    400: "bad request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not found",
+    405: "method not allowed",
+    409: "conflict",
+    413: "payload too large",
+    422: "unprocessable entity",
+    429: "too many requests",
+}
 
 
 def cesga_exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -84,10 +92,14 @@ def _cluster_url(request: Request, cluster: Cluster) -> str:
     return request.build_absolute_uri(
         reverse(
             "cesga:cluster",
-            args=[cluster.owner.username, cluster.version.product.name, cluster.version.version,
-                  cluster.id],
+            args=[
+                cluster.owner.username,
+                cluster.version.product.name,
+                cluster.version.version,
+                cluster.id,
+            ],
         )
-    )  # fmt: skip
+    )
 
 
 class Products(CesgaView):
@@ -125,11 +137,16 @@ class ProductVersion(CesgaView):
 
     def get(self, request: Request, name: str, version: str) -> Response:
         found = self._version(name, version)
-        return Response({
-            "name": found.product.name, "version": found.version,
-            "description": found.description or found.product.description,
-            "title": found.product.title, "image": found.image, "disk_kind": found.disk_kind,
-        })  # fmt: skip
+        return Response(
+            {
+                "name": found.product.name,
+                "version": found.version,
+                "description": found.description or found.product.description,
+                "title": found.product.title,
+                "image": found.image,
+                "disk_kind": found.disk_kind,
+            }
+        )
 
     def post(self, request: Request, name: str, version: str) -> Response:
         """Launch; with an Idempotency-Key a retry gets the first answer (apps.api)."""
@@ -171,8 +188,11 @@ class Clusters(CesgaView):
 
     def get(self, request: Request, **names: str) -> Response:
         clusters = visible_clusters(request.user).select_related("owner", "version__product")
-        lookups = {"username": "owner__username", "product": "version__product__name",
-                   "version": "version__version"}  # fmt: skip
+        lookups = {
+            "username": "owner__username",
+            "product": "version__product__name",
+            "version": "version__version",
+        }
         clusters = clusters.filter(**{lookups[k]: v for k, v in names.items()})
         clusters = clusters.prefetch_related("instances").order_by("id")
         return Response({"clusters": [_summary(c) for c in clusters]})
@@ -182,10 +202,14 @@ class OneCluster(CesgaView):
     def cluster(self, request: Request, username: str, product: str, version: str, id: int):
         found = (
             detail_queryset(visible_clusters(request.user))
-            .filter(owner__username=username, version__product__name=product,
-                    version__version=version, id=id)
+            .filter(
+                owner__username=username,
+                version__product__name=product,
+                version__version=version,
+                id=id,
+            )
             .first()
-        )  # fmt: skip
+        )
         if found is None:
             raise Http404("no such cluster")
         return found
@@ -224,25 +248,41 @@ class ClusterServices(OneCluster):
             if endpoint["port"] not in found:
                 found.append(endpoint["port"])
         services = [
-            {"name": role, "status": cesga_status(cluster), "nodes": hosts,
-             "ports": ports.get(role, [])}
+            {
+                "name": role,
+                "status": cesga_status(cluster),
+                "nodes": hosts,
+                "ports": ports.get(role, []),
+            }
             for role, hosts in roles.items()
-        ]  # fmt: skip
+        ]
         return Response({"services": services})
 
 
 def _node(cluster: Cluster, instance) -> dict:
     host = instance.node.name if instance.node else None
     disks = [
-        {"name": f"disk{n}", "host": host, "type": a.disk.kind, "origin": a.disk.mount_path,
-         "destination": f"/data/{n}", "mode": "rw"}
+        {
+            "name": f"disk{n}",
+            "host": host,
+            "type": a.disk.kind,
+            "origin": a.disk.mount_path,
+            "destination": f"/data/{n}",
+            "mode": "rw",
+        }
         for n, a in enumerate(instance.active_allocations, start=1)
-    ]  # fmt: skip
+    ]
     address = instance.address.ip if instance.address else None
     return {
-        "name": instance.hostname, "clustername": cluster.name,
-        "docker_image": instance.image, "cpu": instance.cores, "mem": instance.memory_mb,
-        "host": host, "id": instance.container_id, "status": instance.state,
-        "tags": [instance.role], "disks": disks,
+        "name": instance.hostname,
+        "clustername": cluster.name,
+        "docker_image": instance.image,
+        "cpu": instance.cores,
+        "mem": instance.memory_mb,
+        "host": host,
+        "id": instance.container_id,
+        "status": instance.state,
+        "tags": [instance.role],
+        "disks": disks,
         "networks": [{"name": "eth0", "address": address}],
-    }  # fmt: skip
+    }

@@ -13,8 +13,17 @@ from apps.clusters.requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 
 from .progress import QueueSerializer
 
-STATE_STAMPS = ["placing", "configuring", "running", "degraded", "stopping", "stopped",
-                "destroying", "destroyed", "failed"]  # fmt: skip
+STATE_STAMPS = [
+    "placing",
+    "configuring",
+    "running",
+    "degraded",
+    "stopping",
+    "stopped",
+    "destroying",
+    "destroyed",
+    "failed",
+]
 
 
 def cluster_url(request, cluster: Cluster) -> str:
@@ -29,8 +38,18 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = ["id", "url", "name", "owner", "product", "version", "state", "reason",
-                  "created", "expires_at"]  # fmt: skip
+        fields = [
+            "id",
+            "url",
+            "name",
+            "owner",
+            "product",
+            "version",
+            "state",
+            "reason",
+            "created",
+            "expires_at",
+        ]
 
     def get_url(self, cluster: Cluster) -> str:
         return cluster_url(self.context["request"], cluster)
@@ -51,8 +70,19 @@ class InstanceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Instance
-        fields = ["hostname", "role", "index", "node", "address", "container_id",
-                  "container_state", "cores", "memory_mb", "disk_kind", "disks"]  # fmt: skip
+        fields = [
+            "hostname",
+            "role",
+            "index",
+            "node",
+            "address",
+            "container_id",
+            "container_state",
+            "cores",
+            "memory_mb",
+            "disk_kind",
+            "disks",
+        ]
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -128,9 +158,19 @@ class ClusterDetailSerializer(ClusterSerializer):
     data_path = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
-        fields = [*ClusterSerializer.Meta.fields, "options", "reuse_data_of", "timestamps",
-                  "instances", "endpoints", "connection", "events", "queue",
-                  "provisioning", "data_path"]  # fmt: skip
+        fields = [
+            *ClusterSerializer.Meta.fields,
+            "options",
+            "reuse_data_of",
+            "timestamps",
+            "instances",
+            "endpoints",
+            "connection",
+            "events",
+            "queue",
+            "provisioning",
+            "data_path",
+        ]
 
     @extend_schema_field(InstanceDataPathSerializer(many=True))
     def get_data_path(self, cluster: Cluster) -> list[dict]:
@@ -155,8 +195,10 @@ class ClusterDetailSerializer(ClusterSerializer):
     def get_timestamps(self, cluster: Cluster) -> dict:
         stamps = {"created": cluster.created}
         stamps.update({state: getattr(cluster, f"{state}_at") for state in STATE_STAMPS})
-        return {k: serializers.DateTimeField().to_representation(v) if v else None
-                for k, v in stamps.items()}  # fmt: skip
+        return {
+            k: serializers.DateTimeField().to_representation(v) if v else None
+            for k, v in stamps.items()
+        }
 
     @extend_schema_field(EndpointSerializer(many=True))
     def get_endpoints(self, cluster: Cluster) -> list[dict]:
@@ -177,12 +219,15 @@ class LaunchSerializer(serializers.Serializer):
 
     name = serializers.SlugField(max_length=63, required=False)
     disk_kind = serializers.ChoiceField(choices=list(DISK_KINDS), required=False)
-    lease = serializers.FloatField(required=False, help_text="hours", min_value=LEASE_MIN_HOURS,
-                                   max_value=LEASE_MAX_HOURS)  # fmt: skip
+    lease = serializers.FloatField(
+        required=False, help_text="hours", min_value=LEASE_MIN_HOURS, max_value=LEASE_MAX_HOURS
+    )
     reuse_data_from = serializers.IntegerField(
-        required=False, min_value=1, max_value=MAX_ID,
+        required=False,
+        min_value=1,
+        max_value=MAX_ID,
         help_text="id of a destroyed cluster of yours, of the same product",
-    )  # fmt: skip
+    )
 
 
 class ClusterCreateSerializer(LaunchSerializer):

@@ -23,8 +23,17 @@ class TokenSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "read_only", "state", "created", "last_used",
-                  "expires_at", "revoked_at"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "read_only",
+            "state",
+            "created",
+            "last_used",
+            "expires_at",
+            "revoked_at",
+        ]
 
     def get_state(self, token: ApiToken) -> str:
         return "revoked" if token.is_revoked else "expired" if token.is_expired else "active"

@@ -46,8 +46,18 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ProductVersion
-        fields = ["product", "version", "title", "description", "image", "disk_kind", "roles",
-                  "ports", "options", "launch_url"]  # fmt: skip
+        fields = [
+            "product",
+            "version",
+            "title",
+            "description",
+            "image",
+            "disk_kind",
+            "roles",
+            "ports",
+            "options",
+            "launch_url",
+        ]
 
     def get_roles(self, version: ProductVersion) -> list[dict]:
         keys = ("name", "min", "max", "default", "cores", "memory_mb", "disks", "description")

@@ -45,25 +45,45 @@ OPTIONS = {
     "required": {"size": 2},
     "optional": {"cpu": 1, "mem": 64},
     "advanced": {"disks": 2, "greeting": "hello"},
-    "descriptions": {"size": "Number of workers", "cpu": "Cores per worker",
-                     "mem": "Memory per worker (MB)", "disks": "Disks per worker",
-                     "greeting": "Text the workers get as GREETING"},
-}  # fmt: skip
+    "descriptions": {
+        "size": "Number of workers",
+        "cpu": "Cores per worker",
+        "mem": "Memory per worker (MB)",
+        "disks": "Disks per worker",
+        "greeting": "Text the workers get as GREETING",
+    },
+}
 
 ORCHESTRATOR = "from fabric.api import task\n\n@task\ndef start():\n    run('echo configured')\n"
 
 
-def register(client: APIClient, name: str = "tiny", version: str = "1.0", template=TEMPLATE,
-             options=OPTIONS, orchestrator=ORCHESTRATOR) -> list:  # fmt: skip
+def register(
+    client: APIClient,
+    name: str = "tiny",
+    version: str = "1.0",
+    template=TEMPLATE,
+    options=OPTIONS,
+    orchestrator=ORCHESTRATOR,
+) -> list:
     """CESGA's four calls, as its register.sh makes them; the answers, in order."""
     product = f"{BASE}/products/{name}/{version}"
     answers = [
-        client.post(f"{BASE}/products", {"name": name, "version": version,
-                    "description": "A tiny test product",
-                    "logo_url": "https://example.org/tiny.png"}, format="json"),
-        client.put(f"{product}/options", json.dumps(options),
-                   content_type="application/x-www-form-urlencoded"),
+        client.post(
+            f"{BASE}/products",
+            {
+                "name": name,
+                "version": version,
+                "description": "A tiny test product",
+                "logo_url": "https://example.org/tiny.png",
+            },
+            format="json",
+        ),
+        client.put(
+            f"{product}/options",
+            json.dumps(options),
+            content_type="application/x-www-form-urlencoded",
+        ),
         client.put(f"{product}/template", template, content_type="application/json"),
         client.put(f"{product}/orchestrator", orchestrator, content_type="text/plain"),
-    ]  # fmt: skip
+    ]
     return answers

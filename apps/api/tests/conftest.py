@@ -19,8 +19,15 @@ from apps.tokens.services import issue_token
 
 PERSONAS = ["anonymous", "owner", "other", "read_only", "expired", "revoked", "admin"]
 # What each persona gets reading and adding rows of its own (its quota, tokens, SSH keys).
-OWN_READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-            "revoked": 401, "admin": 200}  # fmt: skip
+OWN_READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 200,
+    "read_only": 200,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
 OWN_WRITE = {**OWN_READ, "read_only": 403, "owner": 201, "other": 201, "admin": 201}
 
 

@@ -10,8 +10,15 @@ from apps.clusters.tests.factories import make_network, make_node
 from .conftest import PERSONAS, make_cluster
 
 BASE = "/bigdata/api/v1"
-READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
+READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 200,
+    "read_only": 200,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
 OWN = {**READ, "other": 404}
 ACT = {**OWN, "read_only": 403}
 
@@ -22,9 +29,18 @@ def cluster(alice, demo) -> Cluster:
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-@pytest.mark.parametrize("path", ["/products", "/products/demo/1.0", "/products/demo/1.0/options",
-                                  "/clusters", "/clusters/alice", "/clusters/alice/demo",
-                                  "/clusters/alice/demo/1.0"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/products",
+        "/products/demo/1.0",
+        "/products/demo/1.0/options",
+        "/clusters",
+        "/clusters/alice",
+        "/clusters/alice/demo",
+        "/clusters/alice/demo/1.0",
+    ],
+)
 def test_reads_need_a_valid_token(cesga, demo, persona, path):
     assert cesga(persona).get(BASE + path).status_code == READ[persona]
 
@@ -62,9 +78,12 @@ def test_delete_needs_the_owner_or_an_admin(cesga, cluster, persona):
 
 @pytest.mark.parametrize(
     "persona, message",
-    [("anonymous", "no token has been provided"), ("expired", "token has expired"),
-     ("revoked", "please provide a valid authentication token")],
-)  # fmt: skip
+    [
+        ("anonymous", "no token has been provided"),
+        ("expired", "token has expired"),
+        ("revoked", "please provide a valid authentication token"),
+    ],
+)
 def test_unauthorized_bodies_match_cesga(cesga, persona, message):
     response = cesga(persona).get(f"{BASE}/products")
     assert response.json() == {"status": 401, "error": "unauthorized", "message": message}
@@ -93,11 +112,19 @@ def test_a_user_sees_only_their_own_clusters(cesga, alice, bob, demo):
     mine = make_cluster(alice, demo, name="mine", size=1)
     make_cluster(bob, demo, name="theirs", size=1)
     body = cesga("owner").get(f"{BASE}/clusters").json()
-    assert body == {"clusters": [{
-        "result": "success", "uri": f"clusters/alice/demo/1.0/{mine.id}",
-        "data": {"name": "mine", "dn": f"instances/alice/demo/1.0/{mine.id}",
-                 "status": "registered"},
-    }]}  # fmt: skip
+    assert body == {
+        "clusters": [
+            {
+                "result": "success",
+                "uri": f"clusters/alice/demo/1.0/{mine.id}",
+                "data": {
+                    "name": "mine",
+                    "dn": f"instances/alice/demo/1.0/{mine.id}",
+                    "status": "registered",
+                },
+            }
+        ]
+    }
     assert cesga("owner").get(f"{BASE}/clusters/bob").json() == {"clusters": []}
     assert len(cesga("admin").get(f"{BASE}/clusters").json()["clusters"]) == 2
     assert len(cesga("admin").get(f"{BASE}/clusters/bob/demo/1.0").json()["clusters"]) == 1
@@ -105,10 +132,17 @@ def test_a_user_sees_only_their_own_clusters(cesga, alice, bob, demo):
 
 @pytest.mark.parametrize(
     "state, word",
-    [("queued", "registered"), ("placing", "scheduling"), ("configuring", "configuring"),
-     ("running", "ready"), ("destroying", "destroyed"), ("destroyed", "destroyed"),
-     ("stopped", "stopped"), ("failed", "failed")],
-)  # fmt: skip
+    [
+        ("queued", "registered"),
+        ("placing", "scheduling"),
+        ("configuring", "configuring"),
+        ("running", "ready"),
+        ("destroying", "destroyed"),
+        ("destroyed", "destroyed"),
+        ("stopped", "stopped"),
+        ("failed", "failed"),
+    ],
+)
 def test_states_are_given_in_cesga_words(cesga, alice, demo, state, word):
     cluster = make_cluster(alice, demo, state=state, size=1)
     body = cesga("owner").get(f"{BASE}/clusters/alice/demo/1.0/{cluster.id}").json()
@@ -130,15 +164,18 @@ def test_nodes_have_disks_and_networks(cesga, alice, demo):
     reserve(cluster.id)
     nodes = cesga("owner").get(f"{BASE}/clusters/alice/demo/1.0/{cluster.id}/nodes").json()
     master = nodes["nodes"][0]
-    assert (master["name"], master["clustername"], master["host"]) == ("master-0", "web",
-                                                                       node.name)  # fmt: skip
+    assert (master["name"], master["clustername"], master["host"]) == ("master-0", "web", node.name)
     assert [d["name"] for d in master["disks"]] == ["disk1", "disk2"]
     assert {d["host"] for d in master["disks"]} == {node.name}
     assert master["disks"][0]["destination"] == "/data/1"
     assert master["networks"][0]["address"]
     services = cesga("owner").get(f"{BASE}/clusters/alice/demo/1.0/{cluster.id}/services").json()
-    assert services["services"][0] == {"name": "master", "status": "scheduling",
-                                       "nodes": ["master-0"], "ports": [80]}  # fmt: skip
+    assert services["services"][0] == {
+        "name": "master",
+        "status": "scheduling",
+        "nodes": ["master-0"],
+        "ports": [80],
+    }
 
 
 def test_delete_answers_success(cesga, alice, demo):
@@ -161,9 +198,10 @@ def test_launch_errors_keep_the_cesga_body(cesga, demo):
 def test_a_body_without_json_content_type_is_read_as_json(cesga, demo):
     # curl -d '{"size": 1}' without -H sends application/x-www-form-urlencoded.
     response = cesga("owner").post(
-        f"{BASE}/products/demo/1.0", '{"size": 1}',
+        f"{BASE}/products/demo/1.0",
+        '{"size": 1}',
         content_type="application/x-www-form-urlencoded",
-    )  # fmt: skip
+    )
     assert response.status_code == 202
     cluster = Cluster.objects.get()
     assert cluster.options == {"size": 1}

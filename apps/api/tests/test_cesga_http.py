@@ -37,9 +37,11 @@ def test_the_cesga_script_flow_works_unchanged(session):
 
     # curl -X POST …/products/example/0.1.0 -d '{"size": 1}' -H "Content-type: application/json"
     launched = session.post(
-        f"{base}/products/demo/1.0", data=json.dumps({"size": 1}),
-        headers={"Content-type": "application/json"}, allow_redirects=False,
-    )  # fmt: skip
+        f"{base}/products/demo/1.0",
+        data=json.dumps({"size": 1}),
+        headers={"Content-type": "application/json"},
+        allow_redirects=False,
+    )
     assert launched.status_code == 202
     job = launched.headers["Location"]
     assert launched.json() == {"url": job} and "/bigdata/api/v1/queue/" in job
@@ -80,5 +82,8 @@ def test_the_cesga_script_flow_works_unchanged(session):
 def test_a_script_without_a_token_is_told_so(session):
     response = requests.get(f"{session.base}/clusters", timeout=10)
     assert response.status_code == 401
-    assert response.json() == {"status": 401, "error": "unauthorized",
-                               "message": "no token has been provided"}  # fmt: skip
+    assert response.json() == {
+        "status": 401,
+        "error": "unauthorized",
+        "message": "no token has been provided",
+    }

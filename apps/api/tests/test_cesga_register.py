@@ -31,8 +31,7 @@ def test_staff_registers_a_product_with_cesgas_four_calls_and_a_user_launches_it
 
     version = ProductVersion.objects.get(product__name="tiny", version="1.0")
     master, worker = version.roles
-    assert worker["disks"]["default"] == 2 and master["disks"] == {"min": 1, "default": 1,
-                                                                   "max": 1}  # fmt: skip
+    assert worker["disks"]["default"] == 2 and master["disks"] == {"min": 1, "default": 1, "max": 1}
     assert worker["environment"] == {"ROLE": "worker", "GREETING": "hello"}
     size = version.options_schema["required"]["size"]
     assert (size["sets"], size["roles"], size["default"]) == ("count", ["worker"], 2)
@@ -67,14 +66,16 @@ def test_a_version_is_not_launchable_until_template_and_options_are_put(cesga, c
     response = cesga("owner").post(f"{BASE}/products/half/2", {"size": 1}, format="json")
     assert response.status_code == 409
     assert response.json() == {
-        "status": 409, "error": "conflict",
+        "status": 409,
+        "error": "conflict",
         "message": "half 2 is registered but not launchable yet: its options must be PUT first",
-    }  # fmt: skip
+    }
     assert "half" not in cesga("owner").get(f"{BASE}/products").json()["products"]
 
 
-@pytest.mark.parametrize("persona, code", [("owner", 403), ("other", 403), ("anonymous", 401),
-                                           ("read_only", 403)])  # fmt: skip
+@pytest.mark.parametrize(
+    "persona, code", [("owner", 403), ("other", 403), ("anonymous", 401), ("read_only", 403)]
+)
 def test_only_staff_register(cesga, catalog, persona, code):
     client = cesga(persona)
     answers = register(client)
@@ -151,8 +152,9 @@ def test_options_platter_cannot_name_are_refused(cesga, catalog):
 def test_options_that_are_not_json_are_refused(cesga, catalog):
     admin = cesga("admin")
     admin.post(f"{BASE}/products", {"name": "tiny", "version": "1.0"}, format="json")
-    refused = admin.put(f"{BASE}/products/tiny/1.0/options", "{size: 2",
-                        content_type="application/json")  # fmt: skip
+    refused = admin.put(
+        f"{BASE}/products/tiny/1.0/options", "{size: 2", content_type="application/json"
+    )
     assert refused.status_code == 400
     assert refused.json()["message"].startswith("options: not JSON")
 
@@ -162,16 +164,19 @@ def test_an_option_that_changes_nodes_some_other_way_is_kept_at_its_default(cesg
     options = {**OPTIONS, "advanced": {**OPTIONS["advanced"], "scale": 1}}
     *_, converted, _ = register(cesga("admin"), template=template, options=options)
     assert converted.status_code == 200, converted.content
-    assert any(w.startswith("option scale: another value changes the nodes")
-               for w in converted.json()["warnings"])  # fmt: skip
+    assert any(
+        w.startswith("option scale: another value changes the nodes")
+        for w in converted.json()["warnings"]
+    )
     version = ProductVersion.objects.get(product__name="tiny")
     scale = version.options_schema["advanced"]["scale"]
     assert (scale["type"], scale["choices"]) == ("choice", [1])
 
 
 def test_a_catalog_version_is_not_taken_over(cesga, catalog):
-    response = cesga("admin").post(f"{BASE}/products", {"name": "demo", "version": "1.0"},
-                                   format="json")  # fmt: skip
+    response = cesga("admin").post(
+        f"{BASE}/products", {"name": "demo", "version": "1.0"}, format="json"
+    )
     assert response.status_code == 409
     assert response.json()["message"] == "demo 1.0 is already in the catalog"
 
@@ -179,9 +184,11 @@ def test_a_catalog_version_is_not_taken_over(cesga, catalog):
 def test_a_new_template_makes_a_new_revision(cesga, catalog):
     admin = cesga("admin")
     register(admin)
-    again = admin.put(f"{BASE}/products/tiny/1.0/template",
-                      TEMPLATE.replace('"mem": 64,', '"mem": 96,', 1),
-                      content_type="application/json")  # fmt: skip
+    again = admin.put(
+        f"{BASE}/products/tiny/1.0/template",
+        TEMPLATE.replace('"mem": 64,', '"mem": 96,', 1),
+        content_type="application/json",
+    )
     assert again.status_code == 200, again.content
     version = ProductVersion.objects.get(product__name="tiny")
     assert version.roles[0]["memory_mb"]["default"] == 96
@@ -191,16 +198,27 @@ def test_a_new_template_makes_a_new_revision(cesga, catalog):
 
 @pytest.mark.parametrize(
     "part, body, problem",
-    [("products", {"name": "tiny", "version": "1", "description": "a\x00b"},
-      "body: contains a NUL character"),
-     ("options", '{"required": {"size": 1}, "descriptions": {"size": "a\\u0000"}}',
-      "options: contains a NUL character"),
-     ("options", '{"required": {"size": 1' + "0" * 5000 + "}}", "options: Exceeds the limit"),
-     ("template", TEMPLATE.replace("storage", "\x00"), "template: contains a NUL character"),
-     ("template", TEMPLATE.replace('"cpu": 1,', '"cpu": 10000000000000000000000,'),
-      "node master: cpu must be between 1 and 1024"),
-     ("orchestrator", "run('\x00')", "orchestrator: contains a NUL character")],
-)  # fmt: skip
+    [
+        (
+            "products",
+            {"name": "tiny", "version": "1", "description": "a\x00b"},
+            "body: contains a NUL character",
+        ),
+        (
+            "options",
+            '{"required": {"size": 1}, "descriptions": {"size": "a\\u0000"}}',
+            "options: contains a NUL character",
+        ),
+        ("options", '{"required": {"size": 1' + "0" * 5000 + "}}", "options: Exceeds the limit"),
+        ("template", TEMPLATE.replace("storage", "\x00"), "template: contains a NUL character"),
+        (
+            "template",
+            TEMPLATE.replace('"cpu": 1,', '"cpu": 10000000000000000000000,'),
+            "node master: cpu must be between 1 and 1024",
+        ),
+        ("orchestrator", "run('\x00')", "orchestrator: contains a NUL character"),
+    ],
+)
 def test_hostile_bodies_get_a_400_naming_the_part(cesga, catalog, part, body, problem):
     admin = cesga("admin")
     if part == "products":
@@ -237,5 +255,7 @@ def test_disks_numbered_from_0_as_cesgas_own_templates_do_are_mounted_from_data_
     )
     *_, converted, _ = register(cesga("admin"), template=template)
     assert converted.status_code == 200, converted.content
-    assert "node worker0: disks at /data/0, /data/1 are mounted at /data/1 .. /data/2 in that " \
-        "order" in converted.json()["warnings"]  # fmt: skip
+    assert (
+        "node worker0: disks at /data/0, /data/1 are mounted at /data/1 .. /data/2 in that "
+        "order" in converted.json()["warnings"]
+    )

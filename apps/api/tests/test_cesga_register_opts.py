@@ -10,27 +10,29 @@ DISKS = {"/data/1", "/data/2"}
 
 @pytest.mark.parametrize(
     "opts, named",
-    [("--privileged", "--privileged"),
-     ("-e A=1 --privileged=true", "--privileged=true"),
-     ("-v /etc:/etc", "-v /etc:/etc"),
-     ("--volume=/var/run/docker.sock:/var/run/docker.sock", "--volume=/var/run/docker.sock"),
-     ("-v /data/9", "-v /data/9"),
-     ("--net=host", "--net=host"),
-     ("--network host", "--network host"),
-     ("--pid=host", "--pid=host"),
-     ("--ipc host", "--ipc host"),
-     ("--uts=host", "--uts=host"),
-     ("--userns=host", "--userns=host"),
-     ("--network container:other", "--network container:other"),
-     ("--device /dev/sda", "--device /dev/sda"),
-     ("--cap-add SYS_ADMIN", "--cap-add SYS_ADMIN"),
-     ("--security-opt seccomp=unconfined", "--security-opt seccomp=unconfined"),
-     ("--mount type=bind,src=/,dst=/host", "--mount type=bind"),
-     ("--volumes-from other", "--volumes-from other"),
-     ("--env-file /etc/shadow", "--env-file /etc/shadow"),
-     ("--sysctl kernel.x=1", "--sysctl kernel.x=1"),
-     ("--cgroup-parent /", "--cgroup-parent /")],
-)  # fmt: skip
+    [
+        ("--privileged", "--privileged"),
+        ("-e A=1 --privileged=true", "--privileged=true"),
+        ("-v /etc:/etc", "-v /etc:/etc"),
+        ("--volume=/var/run/docker.sock:/var/run/docker.sock", "--volume=/var/run/docker.sock"),
+        ("-v /data/9", "-v /data/9"),
+        ("--net=host", "--net=host"),
+        ("--network host", "--network host"),
+        ("--pid=host", "--pid=host"),
+        ("--ipc host", "--ipc host"),
+        ("--uts=host", "--uts=host"),
+        ("--userns=host", "--userns=host"),
+        ("--network container:other", "--network container:other"),
+        ("--device /dev/sda", "--device /dev/sda"),
+        ("--cap-add SYS_ADMIN", "--cap-add SYS_ADMIN"),
+        ("--security-opt seccomp=unconfined", "--security-opt seccomp=unconfined"),
+        ("--mount type=bind,src=/,dst=/host", "--mount type=bind"),
+        ("--volumes-from other", "--volumes-from other"),
+        ("--env-file /etc/shadow", "--env-file /etc/shadow"),
+        ("--sysctl kernel.x=1", "--sysctl kernel.x=1"),
+        ("--cgroup-parent /", "--cgroup-parent /"),
+    ],
+)
 def test_options_that_would_escape_are_refused_by_name(opts, named):
     with pytest.raises(RegistrationError) as refused:
         parse_docker_opts(opts, "node1", DISKS, [])
@@ -58,10 +60,12 @@ def test_harmless_options_are_mapped_or_ignored_with_a_warning():
 
 @pytest.mark.parametrize(
     "opts, problem",
-    [("-e", "docker_opts -e needs a value"),
-     ("-e NOVALUE", "docker_opts -e NOVALUE: expected NAME=value"),
-     ("-e 'unclosed", "docker_opts: No closing quotation")],
-)  # fmt: skip
+    [
+        ("-e", "docker_opts -e needs a value"),
+        ("-e NOVALUE", "docker_opts -e NOVALUE: expected NAME=value"),
+        ("-e 'unclosed", "docker_opts: No closing quotation"),
+    ],
+)
 def test_malformed_options_name_the_problem(opts, problem):
     with pytest.raises(RegistrationError, match=problem):
         parse_docker_opts(opts, "node1", DISKS, [])

@@ -8,8 +8,15 @@ from apps.clusters.models import Cluster
 from .cesga_product import BASE, register
 from .conftest import PERSONAS, make_cluster
 
-READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
+READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 200,
+    "read_only": 200,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
 
 
 @pytest.fixture
@@ -18,8 +25,17 @@ def cluster(alice, demo) -> Cluster:
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-@pytest.mark.parametrize("path", ["/services", "/services/", "/services/demo/1.0", "/instances",
-                                  "/instances/alice", "/instances/alice/demo/1.0"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/services",
+        "/services/",
+        "/services/demo/1.0",
+        "/instances",
+        "/instances/alice",
+        "/instances/alice/demo/1.0",
+    ],
+)
 def test_reads_need_a_valid_token(cesga, demo, persona, path):
     assert cesga(persona).get(BASE + path).status_code == READ[persona]
 
@@ -79,8 +95,10 @@ def test_a_user_sees_only_their_own_instances_unless_staff(cesga, cluster):
         assert cesga("other").get(path).status_code == 404
 
 
-@pytest.mark.parametrize("persona, code", [("owner", 200), ("admin", 200), ("other", 404),
-                                           ("read_only", 403), ("anonymous", 401)])  # fmt: skip
+@pytest.mark.parametrize(
+    "persona, code",
+    [("owner", 200), ("admin", 200), ("other", 404), ("read_only", 403), ("anonymous", 401)],
+)
 def test_delete_by_type_name_and_id(cesga, cluster, persona, code):
     response = cesga(persona).delete(f"{BASE}/services/?type=multi&name=demo&id={cluster.id}")
     assert response.status_code == code
@@ -111,13 +129,17 @@ def test_delete_by_instance_path(cesga, cluster):
 
 def test_register_through_the_services_paths(cesga, catalog):
     admin = cesga("admin")
-    created = admin.post(f"{BASE}/services", {"name": "viaservices", "version": "1"},
-                         format="json")  # fmt: skip
+    created = admin.post(f"{BASE}/services", {"name": "viaservices", "version": "1"}, format="json")
     assert created.status_code == 201 and created.json()["missing"] == ["template", "options"]
-    assert cesga("owner").post(f"{BASE}/services", {"name": "x", "version": "1"},
-                               format="json").status_code == 403  # fmt: skip
-    stored = admin.put(f"{BASE}/services/viaservices/1/orquestrator", "run()",
-                       content_type="text/plain")  # fmt: skip
+    assert (
+        cesga("owner")
+        .post(f"{BASE}/services", {"name": "x", "version": "1"}, format="json")
+        .status_code
+        == 403
+    )
+    stored = admin.put(
+        f"{BASE}/services/viaservices/1/orquestrator", "run()", content_type="text/plain"
+    )
     assert stored.status_code == 200
     assert admin.get(f"{BASE}/products/viaservices/1/orchestrator").json() == {
         "orchestrator": "run()"

@@ -25,8 +25,10 @@ def test_the_owner_gets_connection_strings_and_credentials(api, spark):
     assert f"spark://{master}:7077" in strings
     assert any(made.secret in s for s in strings if s.startswith("spark-submit"))
     assert connection["credentials"] == {
-        "username": "alice", "password": made.password, "secret": made.secret
-    }  # fmt: skip
+        "username": "alice",
+        "password": made.password,
+        "secret": made.secret,
+    }
     assert connection["credentials_hidden"] is False
     # The old field stays, now from the same selector.
     assert {e["port"] for e in body["endpoints"]} >= {7077, 8080}
@@ -55,6 +57,8 @@ def test_the_cesga_detail_carries_the_same_connection(cesga, spark):
     assert data["connection"]["credentials"]["secret"] == made.secret
     assert any(s["value"].startswith("spark://") for s in data["connection"]["strings"])
     services = cesga("owner").get(f"{path}/services").json()["services"]
-    declared = {role: [p["port"] for p in cluster.version.ports if p["role"] == role]
-                for role in ("master", "worker")}  # fmt: skip
+    declared = {
+        role: [p["port"] for p in cluster.version.ports if p["role"] == role]
+        for role in ("master", "worker")
+    }
     assert {s["name"]: s["ports"] for s in services} == declared

@@ -143,8 +143,12 @@ def test_a_client_that_accepts_only_text_gets_errors_as_text(api, placed, node_l
 
 
 def test_follow_streams_whole_lines_and_ends_with_the_stream(api, placed, monkeypatch):
-    chunks = ["2026-11-24T17:00:01.000000000Z one\n2026-11-24T17:00:0", "2.000000000Z tw",
-              "o\n", "2026-11-24T17:00:03.000000000Z three"]  # fmt: skip
+    chunks = [
+        "2026-11-24T17:00:01.000000000Z one\n2026-11-24T17:00:0",
+        "2.000000000Z tw",
+        "o\n",
+        "2026-11-24T17:00:03.000000000Z three",
+    ]
     asked = {}
 
     def follow(client, container, tail, seconds, **options):

@@ -17,8 +17,10 @@ def test_a_launch_shows_its_seconds_and_phases_until_and_once_running(api, alice
     cluster = make_cluster(alice, demo, name="timed", size=1)
     going = api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["provisioning"]
     assert going["running"] is False and set(going["phases"]) == {
-        "queued", "placing", "configuring"
-    }  # fmt: skip
+        "queued",
+        "placing",
+        "configuring",
+    }
 
     reserve(cluster.id)
     transition(cluster.id, "placing", "configuring")

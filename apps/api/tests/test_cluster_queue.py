@@ -21,13 +21,17 @@ def test_the_second_of_two_queued_clusters_is_2_of_2_and_waits_for_the_first(api
     first = make_cluster(alice, demo, name="first", size=1)
     second = make_cluster(alice, demo, name="second", size=1)
     assert queue_of(api, second) == {
-        "position": 2, "length": 2, "order": "fifo",
+        "position": 2,
+        "length": 2,
+        "order": "fifo",
         "reason": "waits its turn: 1 cluster ahead of it goes first",
-    }  # fmt: skip
+    }
     assert queue_of(api, first) == {
-        "position": 1, "length": 2, "order": "fifo",
+        "position": 1,
+        "length": 2,
+        "order": "fifo",
         "reason": "not tried yet: the scheduler tries it shortly",
-    }  # fmt: skip
+    }
 
 
 def test_the_reason_is_what_the_last_reservation_attempt_found(api, alice, demo):

@@ -12,15 +12,28 @@ from apps.clusters.tests.factories import make_network, make_node
 from .conftest import PERSONAS, make_cluster
 
 # Alice owns the cluster; bob must not learn it exists (404), admins act on anyone's.
-READ = {"anonymous": 401, "owner": 200, "other": 404, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
-ACT = {"anonymous": 401, "owner": 202, "other": 404, "read_only": 403, "expired": 401,
-       "revoked": 401, "admin": 202}  # fmt: skip
+READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 404,
+    "read_only": 200,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
+ACT = {
+    "anonymous": 401,
+    "owner": 202,
+    "other": 404,
+    "read_only": 403,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 202,
+}
 
 
 def paths(cluster: Cluster) -> list[str]:
-    return [f"/api/v1/clusters/{cluster.id}",
-            f"/api/v1/clusters/alice/demo/1.0/{cluster.id}"]  # fmt: skip
+    return [f"/api/v1/clusters/{cluster.id}", f"/api/v1/clusters/alice/demo/1.0/{cluster.id}"]
 
 
 @pytest.fixture
@@ -85,8 +98,9 @@ def test_it_answers_409_when_the_state_does_not_allow_it(api, alice, demo):
     assert api("owner").post(f"/api/v1/clusters/{queued.id}/start").status_code == 409
 
     destroyed = make_cluster(alice, demo, state="destroyed", size=1)
-    response = api("owner").post(f"/api/v1/clusters/{destroyed.id}/extend", {"hours": 1},
-                                 format="json")  # fmt: skip
+    response = api("owner").post(
+        f"/api/v1/clusters/{destroyed.id}/extend", {"hours": 1}, format="json"
+    )
     assert response.status_code == 409
 
 
@@ -107,8 +121,9 @@ def test_destroy_keeps_data_unless_asked(api, running):
 def test_stop_and_extend_answer_the_new_state(api, running):
     response = api("owner").post(f"/api/v1/clusters/{running.id}/stop")
     assert response.json()["state"] == "stopping"
-    response = api("owner").post(f"/api/v1/clusters/{running.id}/extend", {"hours": 3},
-                                 format="json")  # fmt: skip
+    response = api("owner").post(
+        f"/api/v1/clusters/{running.id}/extend", {"hours": 3}, format="json"
+    )
     assert response.status_code == 200 and response.json()["expires_at"]
     bad = api("owner").post(f"/api/v1/clusters/{running.id}/extend", {"hours": 0}, format="json")
     assert bad.status_code == 400 and "hours" in bad.json()["fields"]
@@ -167,10 +182,16 @@ def test_the_detail_shows_instances_disks_endpoints_and_events(api, alice, demo)
     assert {d["node"] for d in master["disks"]} == {master["node"]}
     assert all(d["path"].startswith("/data/") for d in master["disks"])
     assert body["endpoints"] == [
-        {"role": "master", "hostname": "master-0", "name": "Web page",
-         "address": master["address"], "port": 80, "protocol": "tcp",
-         "url": f"http://{master['address']}:80"}
-    ]  # fmt: skip
+        {
+            "role": "master",
+            "hostname": "master-0",
+            "name": "Web page",
+            "address": master["address"],
+            "port": 80,
+            "protocol": "tcp",
+            "url": f"http://{master['address']}:80",
+        }
+    ]
     assert body["timestamps"]["placing"] and body["timestamps"]["running"] is None
     assert body["events"][0]["message"] == "queued"
 

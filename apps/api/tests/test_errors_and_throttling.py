@@ -62,10 +62,12 @@ def test_errors_share_one_body():
 
 @pytest.mark.parametrize(
     "header, message",
-    [("Bearer nonsense", "please provide a valid authentication token"),
-     ("Bearer plt_00000000_xyz", "please provide a valid authentication token"),
-     ("Bearer a b", "the Authorization header must be 'Bearer <token>'")],
-)  # fmt: skip
+    [
+        ("Bearer nonsense", "please provide a valid authentication token"),
+        ("Bearer plt_00000000_xyz", "please provide a valid authentication token"),
+        ("Bearer a b", "the Authorization header must be 'Bearer <token>'"),
+    ],
+)
 def test_bad_tokens_answer_401(db, header, message):
     response = APIClient().get("/api/v1/quota", HTTP_AUTHORIZATION=header)
     assert response.status_code == 401

@@ -20,10 +20,41 @@ from .conftest import make_cluster, token_for
 from .docker_stub import docker_stub  # noqa: F401 (a fixture)
 
 DIGITS = "9" * 5000
-TEXT = ["\x00", "a\x00b", DIGITS, "-" + DIGITS, "nan", "inf", "-inf", "1e400", "", " ", "é😀",
-        "%00", "../../etc/passwd", "0x10", "1_000", "-1", "0", "9" * 30]  # fmt: skip
-VALUES = [*TEXT, None, True, [], {}, [DIGITS], {"a": "\x00"}, 2**70, -(2**70), 1e308, -0.0,
-          0.5, 10**4299]  # fmt: skip
+TEXT = [
+    "\x00",
+    "a\x00b",
+    DIGITS,
+    "-" + DIGITS,
+    "nan",
+    "inf",
+    "-inf",
+    "1e400",
+    "",
+    " ",
+    "é😀",
+    "%00",
+    "../../etc/passwd",
+    "0x10",
+    "1_000",
+    "-1",
+    "0",
+    "9" * 30,
+]
+VALUES = [
+    *TEXT,
+    None,
+    True,
+    [],
+    {},
+    [DIGITS],
+    {"a": "\x00"},
+    2**70,
+    -(2**70),
+    1e308,
+    -0.0,
+    0.5,
+    10**4299,
+]
 # A launch's product options are any other key of the body (apps.catalog.options).
 OPTIONS = ["size", "cpu", "mem", "disks", "disk_kind", "workers", "replication"]
 CESGA = "/bigdata/api/v1"
@@ -60,9 +91,12 @@ def world(alice, admin_user, demo, docker_stub):  # noqa: F811
     running = make_cluster(alice, demo, name="running", size=1)
     reserve(running.id)
     Cluster.objects.filter(id=running.id).update(state=Cluster.State.RUNNING)
-    return {"node": node.id, "cluster": running.id,
-            "auth": {"HTTP_AUTHORIZATION": f"Bearer {token_for(admin_user)}"},
-            "cesga": {"HTTP_X_AUTH_TOKEN": token_for(alice)}}  # fmt: skip
+    return {
+        "node": node.id,
+        "cluster": running.id,
+        "auth": {"HTTP_AUTHORIZATION": f"Bearer {token_for(admin_user)}"},
+        "cesga": {"HTTP_X_AUTH_TOKEN": token_for(alice)},
+    }
 
 
 def no_server_error(response, what: str) -> None:
@@ -73,18 +107,26 @@ def send(raw, method: str, url: str, body, headers: dict):
     return getattr(raw, method)(url, body, content_type="application/json", **headers)
 
 
-@pytest.mark.parametrize(("method", "path", "operation"), OPERATIONS,
-                         ids=[f"{m} {p}" for m, p, _ in OPERATIONS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "path", "operation"), OPERATIONS, ids=[f"{m} {p}" for m, p, _ in OPERATIONS]
+)
 def test_no_hostile_value_gets_a_server_error(raw, world, method, path, operation):
-    ids = {"id": world["cluster"], "pk": world["cluster"], "username": "alice",
-           "product": "demo", "version": "1.0", "name": "demo"}  # fmt: skip
+    ids = {
+        "id": world["cluster"],
+        "pk": world["cluster"],
+        "username": "alice",
+        "product": "demo",
+        "version": "1.0",
+        "name": "demo",
+    }
     if path.startswith("/api/v1/nodes/"):
         ids["id"] = world["node"]
     params = operation.get("parameters", [])
     in_path = [p["name"] for p in params if p["in"] == "path"]
     in_query = [p["name"] for p in params if p["in"] == "query"]
-    fields = operation["body_fields"] + (OPTIONS if "launch" in operation["operationId"]
-                                         or path == "/api/v1/clusters" else [])  # fmt: skip
+    fields = operation["body_fields"] + (
+        OPTIONS if "launch" in operation["operationId"] or path == "/api/v1/clusters" else []
+    )
     base = {"product": "demo", "version": "1.0"} if path == "/api/v1/clusters" else {}
 
     def url(values: dict, query: dict | None = None) -> str:
@@ -111,10 +153,18 @@ def test_no_hostile_value_gets_a_server_error(raw, world, method, path, operatio
     assert sent or not (in_path or in_query or fields)
 
 
-CESGA_READS = ["/products/{x}", "/products/demo/{x}", "/products/{x}/1.0/options",
-               "/queue/{x}", "/clusters/{x}", "/clusters/alice/{x}", "/clusters/alice/demo/{x}",
-               "/clusters/alice/demo/1.0/{x}", "/clusters/{x}/demo/1.0/{id}/nodes",
-               "/clusters/alice/demo/1.0/{id}/services"]  # fmt: skip
+CESGA_READS = [
+    "/products/{x}",
+    "/products/demo/{x}",
+    "/products/{x}/1.0/options",
+    "/queue/{x}",
+    "/clusters/{x}",
+    "/clusters/alice/{x}",
+    "/clusters/alice/demo/{x}",
+    "/clusters/alice/demo/1.0/{x}",
+    "/clusters/{x}/demo/1.0/{id}/nodes",
+    "/clusters/alice/demo/1.0/{id}/services",
+]
 
 
 @pytest.mark.parametrize("path", CESGA_READS)
@@ -128,6 +178,7 @@ def test_no_hostile_value_in_a_cesga_path_gets_a_server_error(raw, world, path):
 def test_no_hostile_option_in_a_cesga_launch_gets_a_server_error(raw, world):
     for name in [*OPTIONS, "name", "lease", "reuse_data_from"]:
         for value in VALUES:
-            response = send(raw, "post", f"{CESGA}/products/demo/1.0", {name: value},
-                            world["cesga"])  # fmt: skip
+            response = send(
+                raw, "post", f"{CESGA}/products/demo/1.0", {name: value}, world["cesga"]
+            )
             no_server_error(response, f"cesga launch {name}={str(value)[:20]!r}")

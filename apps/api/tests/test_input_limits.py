@@ -37,9 +37,15 @@ def test_it_refuses_an_integer_option_of_five_thousand_digits(raw, tokens, demo)
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("reuse_data_from", DIGITS), ("reuse_data_from", 2**70), ("lease", DIGITS),
-     ("lease", 1e300), ("size", 2**70), ("size", -(2**70))],
-)  # fmt: skip
+    [
+        ("reuse_data_from", DIGITS),
+        ("reuse_data_from", 2**70),
+        ("lease", DIGITS),
+        ("lease", 1e300),
+        ("size", 2**70),
+        ("size", -(2**70)),
+    ],
+)
 def test_it_refuses_numbers_out_of_range_naming_the_field(raw, tokens, demo, field, value):
     response = launch(raw, tokens, {field: value})
     assert response.status_code == 400, response.content
@@ -54,9 +60,13 @@ def test_a_lease_beyond_any_date_is_a_400_even_without_a_lease_cap(raw, tokens, 
 
 @pytest.mark.parametrize(
     "path",
-    ["/bigdata/api/v1/products/%00", "/api/v1/products/%00/1.0",
-     "/api/v1/clusters/a%00b/demo/1.0/1", "/bigdata/api/v1/clusters/%00"],
-)  # fmt: skip
+    [
+        "/bigdata/api/v1/products/%00",
+        "/api/v1/products/%00/1.0",
+        "/api/v1/clusters/a%00b/demo/1.0/1",
+        "/bigdata/api/v1/clusters/%00",
+    ],
+)
 def test_a_nul_byte_in_the_path_is_a_400(raw, tokens, demo, path):
     response = raw.get(path, **bearer(tokens))
     assert response.status_code == 400
@@ -91,9 +101,11 @@ def test_a_body_over_the_limit_is_a_413(raw, tokens, demo, settings):
 def test_a_cesga_body_over_the_limit_is_a_413(raw, tokens, demo, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     response = raw.post(
-        "/bigdata/api/v1/products/demo/1.0", "{" + " " * 20_000 + "}",
-        content_type="application/json", HTTP_X_AUTH_TOKEN=tokens["owner"],
-    )  # fmt: skip
+        "/bigdata/api/v1/products/demo/1.0",
+        "{" + " " * 20_000 + "}",
+        content_type="application/json",
+        HTTP_X_AUTH_TOKEN=tokens["owner"],
+    )
     assert response.status_code == 413 and response.json()["error"] == "payload too large"
 
 

@@ -8,8 +8,15 @@ from apps.clusters.tests.factories import make_network, make_node
 
 from .conftest import PERSONAS, make_cluster
 
-ADMIN_READ = {"anonymous": 401, "owner": 403, "other": 403, "read_only": 403, "expired": 401,
-              "revoked": 401, "admin": 200}  # fmt: skip
+ADMIN_READ = {
+    "anonymous": 401,
+    "owner": 403,
+    "other": 403,
+    "read_only": 403,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
 
 
 @pytest.fixture
@@ -19,8 +26,9 @@ def node(db):
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-@pytest.mark.parametrize("path", ["/api/v1/nodes", "/api/v1/nodes/{id}", "/api/v1/disks",
-                                  "/api/v1/quotas"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path", ["/api/v1/nodes", "/api/v1/nodes/{id}", "/api/v1/disks", "/api/v1/quotas"]
+)
 def test_only_admins_see_the_pool(api, node, persona, path):
     assert api(persona).get(path.format(id=node.id)).status_code == ADMIN_READ[persona]
 

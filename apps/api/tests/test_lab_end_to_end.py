@@ -35,8 +35,9 @@ def test_a_token_launches_reads_and_destroys_a_lab_cluster(
     admin.headers["Authorization"] = f"Bearer {token_for(admin_user)}"
     api = f"{live_server.url}/api/v1"
 
-    launched = user.post(f"{api}/products/demo/1.0", json={"size": 2, "disks": 2,
-                                                          "name": "e2e"}, timeout=30)  # fmt: skip
+    launched = user.post(
+        f"{api}/products/demo/1.0", json={"size": 2, "disks": 2, "name": "e2e"}, timeout=30
+    )
     assert launched.status_code == 202, launched.text
     url = launched.headers["Location"]
 
@@ -55,8 +56,11 @@ def test_a_token_launches_reads_and_destroys_a_lab_cluster(
     assert endpoint["url"] == f"http://{running['instances'][0]['address']}:80"
 
     disks = admin.get(f"{api}/disks?state=allocated&page_size=500", timeout=10).json()["results"]
-    holders = {(d["node"], d["mount_path"]) for d in disks if d["holder"]
-               and d["holder"]["cluster"] == running["id"]}  # fmt: skip
+    holders = {
+        (d["node"], d["mount_path"])
+        for d in disks
+        if d["holder"] and d["holder"]["cluster"] == running["id"]
+    }
     assert holders == set(held)
 
     destroyed = user.delete(f"{url}?keep_data=false", timeout=30)
@@ -77,15 +81,18 @@ def test_a_launch_beyond_free_capacity_waits_queued_with_the_reason(
     user = requests.Session()
     user.headers["Authorization"] = f"Bearer {token_for(alice)}"
     # 9 instances x 4 HDDs: within alice's quota, more than the lab has at all: refused.
-    never = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
-                      json={"size": 8, "disks": 4}, timeout=30)  # fmt: skip
+    never = user.post(
+        f"{live_server.url}/api/v1/products/demo/1.0", json={"size": 8, "disks": 4}, timeout=30
+    )
     assert never.status_code == 409 and never.json()["error"] == "never_fits"
     # A first cluster holds an HDD on two nodes; 4 instances x 4 HDDs need four whole nodes.
-    first = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
-                      json={"size": 1, "disks": 1}, timeout=30)  # fmt: skip
+    first = user.post(
+        f"{live_server.url}/api/v1/products/demo/1.0", json={"size": 1, "disks": 1}, timeout=30
+    )
     wait_for(first.json()["id"], "running")
-    launched = user.post(f"{live_server.url}/api/v1/products/demo/1.0",
-                         json={"size": 3, "disks": 4}, timeout=30)  # fmt: skip
+    launched = user.post(
+        f"{live_server.url}/api/v1/products/demo/1.0", json={"size": 3, "disks": 4}, timeout=30
+    )
     assert launched.status_code == 202 and launched.json()["state"] == "queued"
     url = launched.headers["Location"]
     deadline = time.monotonic() + 60

@@ -83,8 +83,9 @@ def test_demo_logs_through_the_api_and_the_web_on_every_node(
         assert answer.status_code == 200, answer.text
         assert answer.headers["Content-Type"] == "text/plain; charset=utf-8"
         assert answer.text.splitlines()[-2:] == [
-            f"first-line-of-{instance.hostname}", f"second-line-of-{instance.hostname}"
-        ]  # fmt: skip
+            f"first-line-of-{instance.hostname}",
+            f"second-line-of-{instance.hostname}",
+        ]
         stamped = http.get(url, params={**query, "timestamps": "true"}, timeout=30).text
         last = stamped.splitlines()[-1].split(" ")[0]
         after = http.get(url, params={**query, "since": last}, timeout=30)

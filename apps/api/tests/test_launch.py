@@ -8,8 +8,15 @@ from apps.clusters.models import Cluster
 
 from .conftest import PERSONAS, make_cluster
 
-LAUNCH = {"anonymous": 401, "owner": 202, "other": 202, "read_only": 403, "expired": 401,
-          "revoked": 401, "admin": 202}  # fmt: skip
+LAUNCH = {
+    "anonymous": 401,
+    "owner": 202,
+    "other": 202,
+    "read_only": 403,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 202,
+}
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
@@ -36,8 +43,12 @@ def test_it_answers_202_with_the_queued_cluster_and_its_location(api, demo, alic
     assert cluster.owner == alice and cluster.name == "web" and cluster.state == "queued"
     assert response["Location"] == body["url"] == f"http://testserver/api/v1/clusters/{cluster.id}"
     assert body["state"] == "queued" and body["product"] == "demo" and body["version"] == "1.0"
-    assert [i["hostname"] for i in body["instances"]] == ["master-0", "worker-0", "worker-1",
-                                                         "worker-2"]  # fmt: skip
+    assert [i["hostname"] for i in body["instances"]] == [
+        "master-0",
+        "worker-0",
+        "worker-1",
+        "worker-2",
+    ]
     assert {i["cores"] for i in body["instances"]} == {2}
     assert body["expires_at"] is not None
     assert body["events"][0]["message"] == "queued"
@@ -65,9 +76,14 @@ def test_it_names_each_bad_option(api, demo):
 
 @pytest.mark.parametrize(
     "body, field",
-    [({"name": "not a slug!"}, "name"), ({"lease": -1}, "lease"), ({"lease": "soon"}, "lease"),
-     ({"disk_kind": "tape"}, "disk_kind"), ({"reuse_data_from": 999999}, "reuse_data_from")],
-)  # fmt: skip
+    [
+        ({"name": "not a slug!"}, "name"),
+        ({"lease": -1}, "lease"),
+        ({"lease": "soon"}, "lease"),
+        ({"disk_kind": "tape"}, "disk_kind"),
+        ({"reuse_data_from": 999999}, "reuse_data_from"),
+    ],
+)
 def test_it_rejects_bad_launch_keys_by_name(api, demo, body, field):
     response = api("owner").post("/api/v1/products/demo/1.0", body, format="json")
     assert response.status_code == 400
@@ -94,8 +110,13 @@ def test_it_answers_403_naming_the_quota_limit(api, demo, alice):
     assert response.status_code == 403
     body = response.json()
     assert body["error"] == "quota_exceeded" and "is 2 cores" in body["message"]
-    assert body["quota"] == {"limit": "max_cores", "scope": "user alice", "asked": 3, "used": 0,
-                             "maximum": 2}  # fmt: skip
+    assert body["quota"] == {
+        "limit": "max_cores",
+        "scope": "user alice",
+        "asked": 3,
+        "used": 0,
+        "maximum": 2,
+    }
 
     make_cluster(alice, demo, size=1, cpu=1)  # queued: counts as a live cluster
     body = api("owner").post("/api/v1/products/demo/1.0", {"size": 1}, format="json").json()

@@ -24,8 +24,11 @@ def test_it_fills_in_the_defaults_and_keeps_what_was_given(demo, alice):
     assert request.name is None and request.lease_hours is None
     assert request.reuse_data_from is None and request.options == {}
     assert request.disk_kind == demo.disk_kind
-    assert [(i.role, i.index) for i in request.spec.instances] == [("master", 0), ("worker", 0),
-                                                                   ("worker", 1)]  # fmt: skip
+    assert [(i.role, i.index) for i in request.spec.instances] == [
+        ("master", 0),
+        ("worker", 0),
+        ("worker", 1),
+    ]
 
 
 def test_it_reads_form_strings_as_their_types(demo, alice):
@@ -51,8 +54,9 @@ def test_it_names_every_bad_field_at_once(demo, alice):
     assert errors["colour"].startswith("unknown option 'colour'")
 
 
-@pytest.mark.parametrize("lease", [0, -1, LEASE_MIN_HOURS / 2, "nan", float("inf"), True,
-                                   "9" * 5000, 10**400])  # fmt: skip
+@pytest.mark.parametrize(
+    "lease", [0, -1, LEASE_MIN_HOURS / 2, "nan", float("inf"), True, "9" * 5000, 10**400]
+)
 def test_a_lease_below_the_minimum_or_not_a_number_is_refused(demo, alice, lease):
     assert set(errors_of(demo, {"lease": lease}, alice)) == {"lease"}
 

@@ -32,8 +32,9 @@ def test_the_quota_shows_limits_and_derived_usage(api, alice, demo):
     assert body["user"]["limits"]["max_disks"] is None  # unlimited
     assert body["user"]["used"]["max_cores"] == 2 and body["user"]["used"]["max_clusters"] == 1
     assert body["user"]["used"]["max_disks_hdd"] == 2
-    assert body["groups"] == [{"scope": "group lab", "limits": body["groups"][0]["limits"],
-                               "used": body["user"]["used"]}]  # fmt: skip
+    assert body["groups"] == [
+        {"scope": "group lab", "limits": body["groups"][0]["limits"], "used": body["user"]["used"]}
+    ]
     assert body["groups"][0]["limits"]["max_disks"] == 20
 
 

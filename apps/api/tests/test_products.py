@@ -6,13 +6,21 @@ from apps.catalog.models import ProductVersion
 
 from .conftest import PERSONAS
 
-READ = {"anonymous": 401, "owner": 200, "other": 200, "read_only": 200, "expired": 401,
-        "revoked": 401, "admin": 200}  # fmt: skip
+READ = {
+    "anonymous": 401,
+    "owner": 200,
+    "other": 200,
+    "read_only": 200,
+    "expired": 401,
+    "revoked": 401,
+    "admin": 200,
+}
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-@pytest.mark.parametrize("path", ["/api/v1/products", "/api/v1/products/demo",
-                                  "/api/v1/products/demo/1.0"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path", ["/api/v1/products", "/api/v1/products/demo", "/api/v1/products/demo/1.0"]
+)
 def test_it_lets_every_signed_in_caller_read_the_catalog(api, catalog, persona, path):
     assert api(persona).get(path).status_code == READ[persona]
 

@@ -25,10 +25,20 @@ def private_redis():
     """A redis-server of this test's own, so it can be stopped without touching anyone's."""
     port = free_port()
     server = subprocess.Popen(
-        [shutil.which("redis-server") or "/usr/bin/redis-server", "--port", str(port),
-         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            shutil.which("redis-server") or "/usr/bin/redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 20
     while (
         subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout

@@ -39,8 +39,12 @@ from .conftest import make_cluster
 from .docker_stub import docker_stub  # noqa: F401 (a fixture)
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", application)
-CONFORMANCE = [not_a_server_error, status_code_conformance, content_type_conformance,
-               response_schema_conformance]  # fmt: skip
+CONFORMANCE = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 # Examples per operation and generation mode: 41 operations x 2 modes x 10 = 820 per persona.
 EXAMPLES = 10
@@ -84,22 +88,38 @@ def world(in_test_transaction, unthrottled, docker_stub, alice, bob, admin_user,
     quota = Quota.objects.create(user=bob, max_cores=8)
     spare = issue_token(alice, "spare").token
     key = SSHKey.objects.create(user=alice, name="k", public_key=ED25519, fingerprint="SHA256:x")
-    tokens = {"user": issue_token(alice, "fuzz"),
-              "read_only": issue_token(admin_user, "fuzz-ro", read_only=True),
-              "admin": issue_token(admin_user, "fuzz")}  # fmt: skip
+    tokens = {
+        "user": issue_token(alice, "fuzz"),
+        "read_only": issue_token(admin_user, "fuzz-ro", read_only=True),
+        "admin": issue_token(admin_user, "fuzz"),
+    }
     return {
-        "node": node, "clusters": [placed.id, running.id, queued.id], "quota": quota.id,
-        "token": spare.id, "key": key.id, "tokens": tokens,
-    }  # fmt: skip
+        "node": node,
+        "clusters": [placed.id, running.id, queued.id],
+        "quota": quota.id,
+        "token": spare.id,
+        "key": key.id,
+        "tokens": tokens,
+    }
 
 
 def real_ids(path: str, world: dict, cluster_id: int) -> dict:
     """Path parameters that name existing rows for `path` (the same names mean different
     rows under different resources)."""
-    ids = {"username": "alice", "product": "demo", "version": "1.0", "name": "demo",
-           "pk": cluster_id, "id": cluster_id}  # fmt: skip
-    for prefix, key in (("/api/v1/nodes", "node"), ("/api/v1/quotas", "quota"),
-                        ("/api/v1/tokens", "token"), ("/api/v1/ssh-keys", "key")):  # fmt: skip
+    ids = {
+        "username": "alice",
+        "product": "demo",
+        "version": "1.0",
+        "name": "demo",
+        "pk": cluster_id,
+        "id": cluster_id,
+    }
+    for prefix, key in (
+        ("/api/v1/nodes", "node"),
+        ("/api/v1/quotas", "quota"),
+        ("/api/v1/tokens", "token"),
+        ("/api/v1/ssh-keys", "key"),
+    ):
         if path.startswith(prefix):
             ids["id"] = world[key].id if key == "node" else world[key]
     return ids
@@ -134,10 +154,15 @@ def run(strategy, headers: dict, checks: list, after: Callable, token: ApiToken 
 
     @given(case=strategy)
     @settings(
-        max_examples=EXAMPLES, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                               HealthCheck.filter_too_much],
-    )  # fmt: skip
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+        ],
+    )
     def one(case) -> None:
         nonlocal sent
         sent += 1
@@ -164,9 +189,13 @@ def anything(case, response) -> None:
 
 @pytest.mark.parametrize(
     ("persona", "after"),
-    [("user", anything), ("read_only", no_write_gets_through),
-     ("anonymous", nothing_without_credentials), ("admin", anything)],
-)  # fmt: skip
+    [
+        ("user", anything),
+        ("read_only", no_write_gets_through),
+        ("anonymous", nothing_without_credentials),
+        ("admin", anything),
+    ],
+)
 def test_no_generated_request_gets_a_server_error(world, persona, after):
     made = fuzz(world, persona, after)
     print(f"schemathesis: {made} requests as {persona}")

@@ -42,8 +42,13 @@ def test_the_schema_documents_writing_operations():
 
 @pytest.mark.parametrize(("method", "path"), unsafe_operations())
 def test_a_staff_read_only_token_writes_nowhere(client, world, staff_read_only, method, path):
-    ids = {"id": world["cluster"].id, "pk": world["cluster"].id, "username": "alice",
-           "product": "demo", "version": "1.0"}  # fmt: skip
+    ids = {
+        "id": world["cluster"].id,
+        "pk": world["cluster"].id,
+        "username": "alice",
+        "product": "demo",
+        "version": "1.0",
+    }
     if path.startswith("/api/v1/nodes"):
         ids["id"] = world["node"].id
     elif path.startswith("/api/v1/quotas"):

@@ -204,9 +204,12 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
             source = logs.source(cluster, asked.get("instance"))
             if asked["follow"]:
                 lines = logs.follow(
-                    source, asked["tail"], asked["seconds"], after=asked.get("since"),
+                    source,
+                    asked["tail"],
+                    asked["seconds"],
+                    after=asked.get("since"),
                     timestamps=asked["timestamps"],
-                )  # fmt: skip
+                )
                 return text_stream(lines)
             found = logs.read(source, asked["tail"], after=asked.get("since"))
         except logs.UnknownInstance as error:

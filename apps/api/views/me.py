@@ -36,12 +36,15 @@ class QuotaView(APIView):
                 "used": user_usage(user.id),
             },
             "groups": [
-                {"scope": f"group {q.group.name}", "limits": q.limits(),
-                 "used": group_usage(q.group.id)}
+                {
+                    "scope": f"group {q.group.name}",
+                    "limits": q.limits(),
+                    "used": group_usage(q.group.id),
+                }
                 for q in groups
                 if q.group is not None  # the query asked for group rows
             ],
-        }  # fmt: skip
+        }
         return Response(MyQuotaSerializer(body).data)
 
 

@@ -82,7 +82,9 @@ def base_rootfs(cache: Path) -> Path:
     partial = tar_path.with_name(f"{tar_path.stem}.{os.getpid()}.part.tar")  # one per builder
     result = subprocess.run(
         [
-            "mmdebstrap", "--variant=minbase", "--quiet",
+            "mmdebstrap",
+            "--variant=minbase",
+            "--quiet",
             f"--include={','.join(BASE_PACKAGES)}",
             # openjdk's postinst registers man pages with update-alternatives
             '--setup-hook=mkdir -p "$1/usr/share/man/man1"',
@@ -91,10 +93,13 @@ def base_rootfs(cache: Path) -> Path:
             # from openssh-server's postinst: each container makes its own.
             f"--customize-hook=sync-in {IMAGES_DIR / 'jvm-base' / 'rootfs'} /",
             '--customize-hook=rm -f "$1"/etc/ssh/ssh_host_*',
-            BASE_SUITE, str(partial),
+            BASE_SUITE,
+            str(partial),
         ],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         raise BuildError(f"mmdebstrap failed:\n{result.stderr[-2000:]}")
     partial.rename(tar_path)

@@ -131,12 +131,19 @@ def maven_jars(
     )
     result = subprocess.run(
         [
-            "mvn", "-q", "-B", f"-Dmaven.repo.local={work / 'm2'}",
-            "dependency:copy-dependencies", "-DincludeScope=runtime",
+            "mvn",
+            "-q",
+            "-B",
+            f"-Dmaven.repo.local={work / 'm2'}",
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
             f"-DoutputDirectory={dest}",
         ],
-        cwd=work, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         raise FetchError(f"mvn could not fetch {', '.join(artifacts)}:\n{result.stdout[-2000:]}")
     return sorted(dest.glob("*.jar"))

@@ -27,8 +27,7 @@ def test_it_parses_a_definition_into_typed_objects():
     worker = parsed.role("worker")
     assert isinstance(worker, Role) and worker.bounds("cores") == (1, 2, 4)
     assert parsed.role("master").bounds("count") == (1, 1, 1)
-    assert list(parsed.options) == ["size", "cpu", "disks", "mem", "replication", "secure",
-                                    "label"]  # fmt: skip
+    assert list(parsed.options) == ["size", "cpu", "disks", "mem", "replication", "secure", "label"]
     assert parsed.option_sections["replication"] == "advanced"
     assert parsed.options["size"].sets == "count" and parsed.options["size"].roles == ["worker"]
     assert [r.name for r in parsed.targeted_roles(parsed.options["disks"])] == ["master", "worker"]
@@ -51,8 +50,10 @@ def test_a_wrong_type_is_named_by_its_path():
     data = fields()
     data["roles"][1]["cores"]["max"] = "4"  # JSON as written: "4" is not 4
     data["ports"] = [{"role": "master", "port": 80, "name": "UI", "ui": "yes"}]
-    assert problems(data) == ["roles[1].cores.max: must be an integer, got '4'",
-                              "ports[0].ui: must be true or false"]  # fmt: skip
+    assert problems(data) == [
+        "roles[1].cores.max: must be an integer, got '4'",
+        "ports[0].ui: must be true or false",
+    ]
 
 
 def test_a_bool_is_not_a_count():
@@ -68,8 +69,9 @@ def test_a_default_out_of_range_is_named_by_its_path():
 
     data = fields()
     data["options_schema"]["optional"]["cpu"]["default"] = 20
-    assert problems(data) == ["options_schema.optional.cpu.default: must be between 1 and 12, "
-                              "got 20"]  # fmt: skip
+    assert problems(data) == [
+        "options_schema.optional.cpu.default: must be between 1 and 12, got 20"
+    ]
 
 
 def test_an_unknown_key_names_the_keys_allowed_there():
@@ -98,8 +100,9 @@ def test_cross_field_checks_name_their_paths():
     found = problems(data)
     assert "ports[0].role: no role named 'ghost'" in found
     assert "configure[0].command[1]: unknown placeholder {{nope}}" in found
-    assert any(p.startswith("options_schema.optional.cpu.roles: no role named 'phantom'")
-               for p in found)  # fmt: skip
+    assert any(
+        p.startswith("options_schema.optional.cpu.roles: no role named 'phantom'") for p in found
+    )
 
 
 def test_the_error_groups_problems_by_model_field():
@@ -187,12 +190,19 @@ def test_the_admin_shows_each_problem_on_its_field_naming_the_path(client, admin
     schema = json.loads(json.dumps(version.options_schema))
     schema["required"]["size"]["default"] = 99
     form = {
-        "product": version.product_id, "version": version.version, "image": version.image,
-        "description": version.description, "disk_kind": version.disk_kind, "enabled": "on",
-        "roles": json.dumps(version.roles), "options_schema": json.dumps(schema),
+        "product": version.product_id,
+        "version": version.version,
+        "image": version.image,
+        "description": version.description,
+        "disk_kind": version.disk_kind,
+        "enabled": "on",
+        "roles": json.dumps(version.roles),
+        "options_schema": json.dumps(schema),
         "ports": json.dumps([{"role": "master", "port": 80, "name": "UI", "ui": "yes"}]),
-        "environment": "{}", "configure": "[]", "capabilities": "[]",
-    }  # fmt: skip
+        "environment": "{}",
+        "configure": "[]",
+        "capabilities": "[]",
+    }
     page = client.post(reverse("admin:catalog_productversion_change", args=[version.pk]), form)
 
     assert page.status_code == 200  # the form again, nothing saved

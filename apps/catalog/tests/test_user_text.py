@@ -40,8 +40,11 @@ def with_note(**definition) -> object:
     """The factory's version plus a free-text option with no pattern of its own."""
     version = make_version()
     version.options_schema["advanced"]["note"] = {
-        "type": "str", "default": "x", "description": "Free text", **definition,
-    }  # fmt: skip
+        "type": "str",
+        "default": "x",
+        "description": "Free text",
+        **definition,
+    }
     version.configure = [
         {"role": "master", "once": True, "description": quoting, "command": ["sh", "-c", s]}
         for quoting, s in SCRIPTS.items()

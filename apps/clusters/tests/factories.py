@@ -13,16 +13,23 @@ _names = itertools.count(1)
 def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active") -> Node:
     """disks: {"hdd": 4, "ssd": 2}; defaults to 12 HDDs."""
     node = Node.objects.create(
-        name=f"n{next(_names)}", endpoint="unix:///var/run/docker.sock", cores=cores,
-        memory_mb=memory_mb, state=state,
-    )  # fmt: skip
+        name=f"n{next(_names)}",
+        endpoint="unix:///var/run/docker.sock",
+        cores=cores,
+        memory_mb=memory_mb,
+        state=state,
+    )
     rows: list[Disk] = []
     for kind, count in (disks if disks is not None else {"hdd": 12}).items():
         for _ in range(count):
             rows.append(
-                Disk(node=node, mount_path=f"/data/{kind}{len(rows)}", kind=kind,
-                     capacity_bytes=10**12)
-            )  # fmt: skip
+                Disk(
+                    node=node,
+                    mount_path=f"/data/{kind}{len(rows)}",
+                    kind=kind,
+                    capacity_bytes=10**12,
+                )
+            )
     Disk.objects.bulk_create(rows)
     return node
 
@@ -41,9 +48,12 @@ def make_roomy_node() -> Node:
 
 def make_network(size: int = 200) -> Network:
     return Network.objects.create(
-        name=f"net{next(_names)}", subnet="10.9.0.0/16", gateway="10.9.0.1",
-        first_address="10.9.0.2", last_address=f"10.9.{(size + 1) // 256}.{(size + 1) % 256}",
-    )  # fmt: skip
+        name=f"net{next(_names)}",
+        subnet="10.9.0.0/16",
+        gateway="10.9.0.1",
+        first_address="10.9.0.2",
+        last_address=f"10.9.{(size + 1) // 256}.{(size + 1) % 256}",
+    )
 
 
 def make_version() -> ProductVersion:
@@ -64,9 +74,10 @@ def make_cluster(owner, instances: list, name: str | None = None, **kwargs) -> C
 
 def held_disks(cluster: Cluster) -> list[int]:
     return sorted(
-        a.disk_id for i in Instance.objects.filter(cluster=cluster) for a in
-        i.allocations.filter(active=True)
-    )  # fmt: skip
+        a.disk_id
+        for i in Instance.objects.filter(cluster=cluster)
+        for a in i.allocations.filter(active=True)
+    )
 
 
 def destroy_now(cluster_id: int, keep_data: bool = True) -> None:

@@ -36,12 +36,19 @@ def instance(cluster, role: str, index: int):
 
 def test_every_jvm_product_declares_its_way_in(db):
     load_catalog()
-    for product, role in [("spark", "master"), ("hadoop", "master"), ("cassandra", "seed"),
-                          ("mongodb", "member")]:  # fmt: skip
+    for product, role in [
+        ("spark", "master"),
+        ("hadoop", "master"),
+        ("cassandra", "seed"),
+        ("mongodb", "member"),
+    ]:
         version = ProductVersion.objects.filter(product__name=product).order_by("id").first()
         assert access.ssh_port(version) == {
-            "role": role, "port": 22, "name": "SSH (the cluster owner's keys)", "scheme": "ssh",
-        }  # fmt: skip
+            "role": role,
+            "port": 22,
+            "name": "SSH (the cluster owner's keys)",
+            "scheme": "ssh",
+        }
         # sshd as root needs its privilege separation chroot and its login audit record
         assert {"SYS_CHROOT", "AUDIT_WRITE"} <= set(version.capabilities)
     demo = ProductVersion.objects.get(product__name="demo")

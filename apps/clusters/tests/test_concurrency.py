@@ -21,8 +21,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 THREADS = 40
 
 
-STRICT = {"max_clusters": 50, "max_instances": 6, "max_cores": 12, "max_disks": 9,
-          "max_disks_ssd": 3}  # fmt: skip
+STRICT = {
+    "max_clusters": 50,
+    "max_instances": 6,
+    "max_cores": 12,
+    "max_disks": 9,
+    "max_disks_ssd": 3,
+}
 
 
 def users_with_quotas(count):

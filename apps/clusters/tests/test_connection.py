@@ -54,8 +54,10 @@ def test_it_shows_the_owner_the_spark_master_url_and_the_secret(catalog, alice):
     submit = next(v for v in values(details) if v.startswith("spark-submit"))
     assert f"--conf spark.authenticate.secret={made.secret}" in submit
     assert details.credentials == {
-        "username": "alice", "password": made.password, "secret": made.secret
-    }  # fmt: skip
+        "username": "alice",
+        "password": made.password,
+        "secret": made.secret,
+    }
     assert not details.credentials_hidden
 
 
@@ -110,14 +112,17 @@ def test_a_destroyed_cluster_has_endpoints_but_nothing_to_connect_with(catalog, 
 
 @pytest.mark.parametrize(
     "product, version",
-    [(v["product__name"], v["version"]) for v in [
-        {"product__name": "spark", "version": "4.3.0"},
-        {"product__name": "hadoop", "version": "3.4.2"},
-        {"product__name": "cassandra", "version": "5.0"},
-        {"product__name": "mongodb", "version": "ferretdb-1.24"},
-        {"product__name": "mongodb", "version": "7.0"},
-    ]],
-)  # fmt: skip
+    [
+        (v["product__name"], v["version"])
+        for v in [
+            {"product__name": "spark", "version": "4.3.0"},
+            {"product__name": "hadoop", "version": "3.4.2"},
+            {"product__name": "cassandra", "version": "5.0"},
+            {"product__name": "mongodb", "version": "ferretdb-1.24"},
+            {"product__name": "mongodb", "version": "7.0"},
+        ]
+    ],
+)
 def test_every_catalog_connection_template_fills(catalog, alice, product, version):
     cluster = launched(alice, product, version)
     credentials.ensure_credentials(cluster)
@@ -160,15 +165,22 @@ def test_a_cluster_reusing_data_gets_the_same_login_back(catalog, alice):
     after = credentials.ensure_credentials(new)
 
     assert (after.username, after.password, after.secret) == (
-        before.username, before.password, before.secret
-    )  # fmt: skip
+        before.username,
+        before.password,
+        before.secret,
+    )
 
 
 @pytest.mark.parametrize(
     "owner, login",
-    [("alice", "alice"), ("Jane.Doe@example.org", "jane_doe_example_org"),
-     ("cassandra", "cassandra_user"), ("42", "u_42"), ("---", "u")],
-)  # fmt: skip
+    [
+        ("alice", "alice"),
+        ("Jane.Doe@example.org", "jane_doe_example_org"),
+        ("cassandra", "cassandra_user"),
+        ("42", "u_42"),
+        ("---", "u"),
+    ],
+)
 def test_usernames_are_plain_identifiers_no_product_keeps(owner, login):
     assert credentials.username_for(owner) == login
 

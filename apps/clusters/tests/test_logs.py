@@ -35,8 +35,11 @@ def test_since_is_just_before_the_cursor(fraction):
 
 
 def test_a_follow_yields_whole_lines_after_the_cursor_only():
-    chunks = ["2026-11-24T17:00:01.000000000Z one\n2026-11-24T17:00:0", "2.000000000Z two\n",
-              "2026-11-24T17:00:03.000000000Z three"]  # fmt: skip
+    chunks = [
+        "2026-11-24T17:00:01.000000000Z one\n2026-11-24T17:00:0",
+        "2.000000000Z two\n",
+        "2026-11-24T17:00:03.000000000Z three",
+    ]
     after = "2026-11-24T17:00:01.000000000Z"
     assert list(logs._lines(iter(chunks), after, timestamps=False)) == ["two\n", "three\n"]
     stamped = list(logs._lines(iter(chunks), None, timestamps=True))

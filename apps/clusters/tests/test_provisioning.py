@@ -25,17 +25,24 @@ def with_events(cluster: Cluster, *timeline: tuple[float, str]) -> Cluster:
 def test_every_phase_before_the_first_running_counts_also_a_return_to_the_queue(alice):
     cluster = with_events(
         make_cluster(alice, wants(1)),
-        (0, "queued"), (1, "placing"), (1.2, "reserved 1 disk on 1 node"),
-        (2, "queued: lab-2 did not answer; placing again"), (5, "placing"),
-        (6, "configuring"), (16, "running"), (100, "stopping"), (101, "stopped"),
-    )  # fmt: skip
+        (0, "queued"),
+        (1, "placing"),
+        (1.2, "reserved 1 disk on 1 node"),
+        (2, "queued: lab-2 did not answer; placing again"),
+        (5, "placing"),
+        (6, "configuring"),
+        (16, "running"),
+        (100, "stopping"),
+        (101, "stopped"),
+    )
     found = launch_provisioning(cluster)
     assert found.done and found.total == 16
     assert found.phases == {"queued": 4, "placing": 2, "configuring": 10}
     assert found.as_dict() == {
-        "seconds": 16.0, "running": True,
+        "seconds": 16.0,
+        "running": True,
         "phases": {"queued": 4.0, "placing": 2.0, "configuring": 10.0},
-    }  # fmt: skip
+    }
 
 
 def test_a_launch_under_way_counts_up_to_now_and_a_failed_one_stops_at_the_failure(alice):

@@ -93,9 +93,14 @@ def test_without_a_shared_network_a_cluster_waits_for_a_segment_and_gets_the_fre
 def test_a_cluster_larger_than_a_segment_is_told_so():
     make_node(cores=64, memory_mb=10**6)
     Network.objects.create(
-        name="tiny", subnet="10.78.0.0/29", gateway="10.78.0.1", first_address="10.78.0.2",
-        last_address="10.78.0.3", isolated=True, parent="brt",
-    )  # fmt: skip
+        name="tiny",
+        subnet="10.78.0.0/29",
+        gateway="10.78.0.1",
+        first_address="10.78.0.2",
+        last_address="10.78.0.3",
+        isolated=True,
+        parent="brt",
+    )
     alice = get_user_model().objects.create_user("alice", password="pw-12345")
     big = make_cluster(alice, wants(3, disks=1))
     rejected = reserve(big.id)

@@ -114,21 +114,35 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
     hidden = {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PLATTER_SITE"}
     env = {key: value for key, value in os.environ.items() if key not in hidden}
     env.update(
-        PLATTER_STATE_DIR=str(state), PLATTER_POSTGRES_PORT=str(postgres),
-        PLATTER_REDIS_PORT=str(redis), PLATTER_WEB=f"127.0.0.1:{web}",
-        STATIC_ROOT=str(scratch / "static"), PLATTER_LAB_ADDRESS_PREFIX=f"127.0.{60 + slot}.",
-        PLATTER_LAB_NODES="1", PLATTER_LAB_SSH_NODE="0", PLATTER_LAB_DISKS="1",
-        PLATTER_LAB_SSD_PER_NODE="0", PLATTER_LAB_DISK_SIZE_MB="32", PLATTER_LAB_PRODUCTS="",
-        PLATTER_LAB_SEGMENTS_SUBNET=f"10.{220 + slot}.0.0/16", PLATTER_LAB_SEGMENTS_PER_SLOT="1",
-    )  # fmt: skip
+        PLATTER_STATE_DIR=str(state),
+        PLATTER_POSTGRES_PORT=str(postgres),
+        PLATTER_REDIS_PORT=str(redis),
+        PLATTER_WEB=f"127.0.0.1:{web}",
+        STATIC_ROOT=str(scratch / "static"),
+        PLATTER_LAB_ADDRESS_PREFIX=f"127.0.{60 + slot}.",
+        PLATTER_LAB_NODES="1",
+        PLATTER_LAB_SSH_NODE="0",
+        PLATTER_LAB_DISKS="1",
+        PLATTER_LAB_SSD_PER_NODE="0",
+        PLATTER_LAB_DISK_SIZE_MB="32",
+        PLATTER_LAB_PRODUCTS="",
+        PLATTER_LAB_SEGMENTS_SUBNET=f"10.{220 + slot}.0.0/16",
+        PLATTER_LAB_SEGMENTS_PER_SLOT="1",
+    )
     spec = LabSpec(home=state / "lab", key=short_id(state))
     mark = f"PLATTER_STATE_DIR={state}"
     ports = (web, postgres, redis)
     cli = [sys.executable, "-m", "apps.lab.cli"]
     log = scratch / "run.log"
     # A session of its own, as a terminal's foreground job: Ctrl-C goes to its whole group.
-    run = subprocess.Popen([*cli, "run"], cwd=devservers.BASE_DIR, env=env, stdout=log.open("w"),
-                           stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    run = subprocess.Popen(
+        [*cli, "run"],
+        cwd=devservers.BASE_DIR,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         url = f"http://127.0.0.1:{web}"
         deadline = time.monotonic() + 600
@@ -161,8 +175,14 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
     assert [port for port in ports if devservers.port_open("127.0.0.1", port)] == []
     assert machine_holds(spec) == []
 
-    down = subprocess.run([*cli, "lab", "down"], cwd=devservers.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    down = subprocess.run(
+        [*cli, "lab", "down"],
+        cwd=devservers.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert down.returncode == 0, down.stdout + down.stderr
     assert processes_with(mark) == []
     assert [port for port in ports if devservers.port_open("127.0.0.1", port)] == []

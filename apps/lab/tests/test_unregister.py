@@ -17,8 +17,9 @@ def test_lab_down_removes_unused_inventory_rows():
 @pytest.mark.django_db
 def test_lab_down_keeps_rows_that_cluster_history_points_at(alice):
     make_network()
-    node = Node.objects.create(name="lab-9", endpoint="tcp://127.0.1.9:2376", cores=4,
-                               memory_mb=8192)  # fmt: skip
+    node = Node.objects.create(
+        name="lab-9", endpoint="tcp://127.0.1.9:2376", cores=4, memory_mb=8192
+    )
     Disk.objects.create(node=node, mount_path="/d/1", capacity_bytes=10**9)
     cluster = make_cluster(alice, wants(1, cores=1, memory_mb=512, disks=1))
     assert isinstance(reservation.reserve(cluster.id), reservation.Reservation)

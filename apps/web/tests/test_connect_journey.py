@@ -30,9 +30,22 @@ def ssh(command: str, key_path, *remote: str) -> subprocess.CompletedProcess:
     """The page's ssh command as typed, with the key in place of <your key> and host keys of
     a fresh cluster accepted."""
     argv = shlex.split(command.replace("<your key>", str(key_path)))
-    options = ["-F", "/dev/null", "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-               "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-               "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"]  # fmt: skip
+    options = [
+        "-F",
+        "/dev/null",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "LogLevel=ERROR",
+        "-o",
+        "ConnectTimeout=10",
+    ]
     argv = [argv[0], *options, *argv[1:], *remote]
     return subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
 

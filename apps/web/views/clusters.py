@@ -119,9 +119,13 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         context["data_path"] = data_path(cluster)
     if not htmx_partial(request):
         events = list(cluster.events.all())
-        context.update(events=events, cursor=max((e.id for e in events), default=0),
-                       has_containers=cluster.state in WITH_CONTAINERS,
-                       log_tail=logs.TAIL_DEFAULT, log_tail_max=logs.TAIL_MAX)  # fmt: skip
+        context.update(
+            events=events,
+            cursor=max((e.id for e in events), default=0),
+            has_containers=cluster.state in WITH_CONTAINERS,
+            log_tail=logs.TAIL_DEFAULT,
+            log_tail_max=logs.TAIL_MAX,
+        )
         return render(request, "web/cluster.html", context)
     since = request.GET.get("since", "0")
     if not since.isdigit():
@@ -129,9 +133,11 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     shown = request.GET.get("state", "")
     events = list(cluster.events.filter(id__gt=int(since)).order_by("id"))
     context.update(
-        events=events, cursor=events[-1].id if events else int(since),
-        changed=shown != cluster.state, live_changed=_live(shown) != context["live"],
-    )  # fmt: skip
+        events=events,
+        cursor=events[-1].id if events else int(since),
+        changed=shown != cluster.state,
+        live_changed=_live(shown) != context["live"],
+    )
     return render(request, "web/partials/cluster_live.html", context)
 
 
@@ -143,9 +149,12 @@ def _live(state: str) -> bool:
 class LogForm(forms.Form):
     instance = forms.CharField(required=False)
     tail = forms.IntegerField(
-        label="Lines", min_value=1, max_value=logs.TAIL_MAX, required=False,
+        label="Lines",
+        min_value=1,
+        max_value=logs.TAIL_MAX,
+        required=False,
         error_messages={"invalid": "give a whole number"},
-    )  # fmt: skip
+    )
     follow = forms.BooleanField(required=False)
     more = forms.BooleanField(required=False)  # a follow poll: only lines after `after`
     after = forms.CharField(required=False)
@@ -190,9 +199,15 @@ def cluster_logs(request: HttpRequest, cluster_id: int) -> HttpResponse:
     if following and polls > FOLLOW_POLLS:
         following, ended = False, FOLLOW_PAUSED
     return _log_answer(
-        request, context, source=source, text=found.text(), following=following,
-        cursor=found.cursor or asked["after"], ended=ended, polls=polls,
-    )  # fmt: skip
+        request,
+        context,
+        source=source,
+        text=found.text(),
+        following=following,
+        cursor=found.cursor or asked["after"],
+        ended=ended,
+        polls=polls,
+    )
 
 
 def _problems(form: forms.Form) -> list[str]:
@@ -213,9 +228,10 @@ def cluster_destroy(request: HttpRequest, cluster_id: int) -> HttpResponse:
         return render(request, "web/destroy.html", {"cluster": cluster})
     keep = request.POST.get("keep_data", "yes") != "no"
     return _act(
-        request, cluster,
+        request,
+        cluster,
         lambda: services.request_destroy(cluster.id, keep_data=keep, actor=request.user),
-    )  # fmt: skip
+    )
 
 
 @login_required
