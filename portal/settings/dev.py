@@ -44,5 +44,9 @@ NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", LAB_IMAGE)
 BENCH_IMAGE = envstr("PLATTER_BENCH_IMAGE", LAB_FIO_IMAGE)
 BENCH_SIZE_DIVISOR = envint("PLATTER_BENCH_SIZE_DIVISOR", 16)
 BENCH_RUNTIME_S = envint("PLATTER_BENCH_RUNTIME_S", 2)
+# Every container's writable layer is capped, as production should: the lab's data-roots
+# enforce it (btrfs quota groups count the image's files too, so it sits above the
+# largest product image, about 1 GB).
+CONTAINER_ROOTFS_LIMIT = envstr("PLATTER_CONTAINER_ROOTFS_LIMIT", "4G")
 # No registry either: launches need an image some node already has (the lab builds them).
 IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", False)
