@@ -27,11 +27,15 @@ T = TypeVar("T")
 
 
 class Endpoint(Protocol):
-    """What the node layer needs of a node: an inventory Node, or an Address."""
+    """What the node layer needs of a node: an inventory Node, or an Address (read only, so
+    a frozen Address is one too)."""
 
-    name: str
-    endpoint: str
-    tls_dir: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def tls_dir(self) -> str: ...
 
 
 @dataclass(frozen=True)
