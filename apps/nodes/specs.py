@@ -3,6 +3,10 @@
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the type checker only: the node layer never reads the inventory
+    from apps.inventory.models import Node
 
 # Docker's log driver would otherwise let a chatty product fill the node's root disk.
 LOG_DRIVER = "json-file"
@@ -15,7 +19,7 @@ class ContainerSpec:
     on the cluster's network, its members in /etc/hosts, and nothing more."""
 
     instance_id: int
-    node: object  # an inventory Node (apps.nodes.engine.Endpoint)
+    node: "Node"  # an inventory Node (an apps.nodes.engine.Endpoint to the layer)
     name: str
     image: str
     hostname: str
