@@ -49,7 +49,7 @@ import load_checks  # noqa: E402
 import psycopg  # noqa: E402
 from load_users import QUEUE_PATIENCE_S, Recorder, drive  # noqa: E402
 
-from portal.queues import ALL_QUEUES  # noqa: E402
+from portal.queues import ALL_QUEUES, worker_command  # noqa: E402
 
 LOAD_DB = "platter_load"
 LOAD_REDIS_DB = "7"
@@ -200,26 +200,17 @@ def start_worker(out: Path) -> subprocess.Popen:
 
     app.control.purge()  # tasks of an earlier, interrupted run
     worker = start(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            ",".join(ALL_QUEUES),
+        worker_command(
+            f"load-{os.getpid()}",
             "-P",
             "threads",
             "-c",
             "6",
-            "-n",
-            f"load-{os.getpid()}@%h",
             "--without-gossip",
             "--without-mingle",
             "-l",
             "info",
-        ],
+        ),
         out / "load-worker.log",
     )
     deadline = time.monotonic() + 60

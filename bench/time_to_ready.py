@@ -36,7 +36,7 @@ import django  # noqa: E402
 import psycopg  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from portal.queues import ALL_QUEUES  # noqa: E402
+from portal.queues import worker_command  # noqa: E402
 
 BENCH_DB = "platter_bench_ready"
 BENCH_REDIS_DB = "3"
@@ -67,24 +67,15 @@ def start_worker(log_path: Path) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(BENCH_DB)}
     log = open(log_path, "w")  # noqa: SIM115 (the worker writes to it until stopped)
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            ",".join(ALL_QUEUES),
+        worker_command(
+            f"bench-{os.getpid()}",
             "-c",
             "4",
             "-l",
             "info",
-            "-n",
-            f"bench-{os.getpid()}@%h",
             "--without-gossip",
             "--without-mingle",
-        ],
+        ),
         cwd=ROOT,
         env=env,
         stdout=log,

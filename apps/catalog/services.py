@@ -13,22 +13,11 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from .models import Product, ProductVersion
+from .revisions import DEFINITION_FIELDS
 
 DEFAULT_CATALOG = Path(settings.BASE_DIR) / "fixtures" / "catalog.json"
 PRODUCT_FIELDS = ("title", "description", "logo")
-VERSION_FIELDS = (
-    "description",
-    "image",
-    "roles",
-    "options_schema",
-    "disk_kind",
-    "ports",
-    "environment",
-    "configure",
-    "capabilities",
-    "trusted",
-    "enabled",
-)
+VERSION_FIELDS = ("description", *DEFINITION_FIELDS, "trusted", "enabled")
 
 
 # Containers start with every capability dropped and get back only those their version
@@ -127,11 +116,8 @@ def _load_version(product: Product, item: dict[str, Any], report: LoadReport) ->
     except ValidationError as exc:
         raise CatalogFileError(f"{label}: {exc.message_dict}") from exc
     after = {name: getattr(version, name) for name in VERSION_FIELDS}
-    if created:
-        version.save()
-        report.created.append(label)
-    elif before != after:
-        version.save()
-        report.updated.append(label)
+    if created or before != after:
+        version.save()  # its next launch records the revision (apps/catalog/revisions.py)
+        (report.created if created else report.updated).append(label)
     else:
         report.unchanged.append(label)
