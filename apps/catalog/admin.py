@@ -122,7 +122,7 @@ class ProductVersionAdmin(admin.ModelAdmin):
                     r.number,
                     f"{r.created:%Y-%m-%d %H:%M:%S} UTC",
                     r.created_by.get_username() if r.created_by else "-",
-                    r.cluster_count,
+                    r.cluster_count,  # type: ignore[attr-defined]  # _revisions() annotates it
                 )
                 for r in revisions
             ),

@@ -16,7 +16,7 @@ from django.db import transaction
 from .models import ProductRevision, ProductVersion
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 # The fields that decide what a cluster's containers are; the rest of a version (description,
 # enabled, trusted) is about who may launch it, and stays live.
@@ -38,7 +38,7 @@ def snapshot(version: ProductVersion) -> dict[str, Any]:
 
 
 def current_revision(
-    version: ProductVersion, actor: AbstractBaseUser | None = None
+    version: ProductVersion, actor: User | AnonymousUser | None = None
 ) -> ProductRevision:
     """The revision holding the version's definition as saved now: the latest one if nothing
     changed since, else a new one numbered next (made by `actor`, if a person edited it).

@@ -99,14 +99,13 @@ def _load_version(product: Product, item: dict[str, Any], report: LoadReport) ->
     unknown = set(item) - {"version", *VERSION_FIELDS}
     if unknown:
         raise CatalogFileError(f"{label}: unknown keys {', '.join(sorted(unknown))}")
-    version = (
+    found = (
         ProductVersion.objects.select_for_update()
         .filter(product=product, version=item["version"])
         .first()
     )
-    created = version is None
-    if created:
-        version = ProductVersion(product=product, version=item["version"])
+    created = found is None
+    version = found or ProductVersion(product=product, version=item["version"])
     before = {name: getattr(version, name) for name in VERSION_FIELDS}
     for name in VERSION_FIELDS:
         if name in item:

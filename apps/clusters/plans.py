@@ -19,7 +19,7 @@ from apps.catalog.services import needs_trust
 from apps.clusters import access
 from apps.clusters.data_path import cluster_spec
 from apps.clusters.models import Cluster, DiskAllocation, Instance
-from apps.inventory.models import Disk
+from apps.inventory.models import Address, Disk, Node
 from apps.nodes.specs import ContainerSpec, throttle_options
 
 
@@ -57,6 +57,13 @@ def disks_of(instances: list[Instance]) -> dict[int, list[Disk]]:
     for allocation in allocations:
         held[allocation.instance_id].append(allocation.disk)
     return held
+
+
+def _placed(instance: Instance) -> tuple[Node, Address]:
+    """The node and address an active instance holds (its reservation gave it both)."""
+    if instance.node is None or instance.address is None:
+        raise ValueError(f"{instance.hostname} has no node or address: it was never reserved")
+    return instance.node, instance.address
 
 
 def _active_instances(cluster: Cluster) -> list[Instance]:
@@ -101,22 +108,23 @@ def plans_for(cluster: Cluster) -> list[ContainerSpec]:
         )
     instances = _active_instances(cluster)
     spec, hostnames = cluster_spec(cluster, instances)
-    members = {i.hostname: i.address.ip for i in instances}
+    members = {i.hostname: _placed(i)[1].ip for i in instances}
     held = disks_of(instances)
     folder = data_folder(cluster)
     roles = {r["name"]: r for r in version.roles}
     plans = []
     for instance, instance_spec in zip(instances, spec.instances, strict=True):
         disks = held[instance.id]
+        node, address = _placed(instance)
         plans.append(
             ContainerSpec(
                 instance_id=instance.id,
-                node=instance.node,
+                node=node,
                 name=container_name(cluster.id, instance.role, instance.index),
                 image=site_image(instance.image or version.image),
                 hostname=instance.hostname,
-                address=instance.address.ip,
-                network=instance.address.network.docker_name,
+                address=address.ip,
+                network=address.network.docker_name,
                 command=templating.instance_command(
                     version, spec, instance_spec, cluster.name, hostnames
                 ),

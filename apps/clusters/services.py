@@ -8,6 +8,7 @@ are gone."""
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -188,7 +189,7 @@ def _describe(cluster: Cluster, owner=None) -> str:
     return f"{cluster.name} of {owner.get_username()}"
 
 
-def _audit(action: str, cluster_id: int, actor: Actor, **detail: object) -> None:
+def _audit(action: str, cluster_id: int, actor: Actor, **detail: Any) -> None:
     """An audit row for an action on the cluster, in the caller's transaction."""
     cluster = Cluster.objects.select_related("owner").get(id=cluster_id)
     record(action, actor, cluster, object_repr=_describe(cluster), **detail)

@@ -102,7 +102,7 @@ class Suite:
     def launch(self, count: int, prefix: str) -> list[int]:
         """Launch demo clusters as a user would; one whose request failed after its row was
         committed (the broker down) is followed too."""
-        made = []
+        made: list[int] = []
         for n in range(count):
             name = f"{prefix}-{len(self.ids) + n}"
             try:
@@ -211,9 +211,13 @@ class Suite:
         if not self.wait_for(ids, (S.RUNNING,), 120):
             return ids
         instance = Instance.objects.filter(cluster_id=ids[0], active=True).first()
-        info = nodes.client(instance.node).inspect(instance.container_id)
+        node = instance.node if instance is not None else None
+        info = nodes.client(node).inspect(instance.container_id) if instance and node else None
+        if instance is None or node is None or info is None:  # running, so never: said if so
+            self.log("    the running cluster has no container to kill")
+            return ids
         os.kill(info["State"]["Pid"], signal.SIGKILL)
-        self.log(f"    killed the process of {instance.hostname} on {instance.node.name}")
+        self.log(f"    killed the process of {instance.hostname} on {node.name}")
         time.sleep(3)
         return ids
 

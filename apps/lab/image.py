@@ -35,7 +35,7 @@ def build_base_image_tar(folder: Path | None = None) -> Path:
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
 
-        for folder in (
+        for name in (
             "bin",
             "sbin",
             "usr",
@@ -49,7 +49,7 @@ def build_base_image_tar(folder: Path | None = None) -> Path:
             "sys",
             "dev",
         ):
-            add_dir(folder)
+            add_dir(name)
         add_dir("tmp", 0o1777)
         tar.add(busybox, arcname="bin/busybox")
         for applet in applets:

@@ -10,6 +10,7 @@ fails; `down` removes everything of the lab whatever state it is in (apps/lab/te
 LabSpec (apps/lab/nodes) says which lab: the checkout's own unless told otherwise.
 """
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -59,10 +60,10 @@ def ensure_disks(node: LabNode, undo: Undo) -> list[tuple[int, str, Path]]:
         image, mount_point = node.disk_paths(index)
         device, attached = host.ensure_loop_device(image, spec.disk_size_mb)
         if attached:
-            undo.add(f"detach {device}", lambda d=device: host.detach_loop_device(d))
+            undo.add(f"detach {device}", functools.partial(host.detach_loop_device, device))
         host.ensure_filesystem(device, spec.disk_fs, f"{node.name}-d{index}")
         if host.ensure_mounted(device, mount_point):
-            undo.add(f"unmount {mount_point}", lambda m=mount_point: host.unmount(m))
+            undo.add(f"unmount {mount_point}", functools.partial(host.unmount, mount_point))
         # Loop devices all look rotational: tell disk discovery what this one stands for.
         (mount_point / KIND_FILE).write_text(disk_kind(index, spec) + "\n")
         disks.append((index, device, mount_point))
@@ -220,7 +221,9 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
     for folder in (spec.home, spec.run_dir):
         if not folder.exists():
             folder.mkdir(parents=True)
-            undo.add(f"remove {folder}", lambda f=folder: shutil.rmtree(f, ignore_errors=True))
+            undo.add(
+                f"remove {folder}", functools.partial(shutil.rmtree, folder, ignore_errors=True)
+            )
     clash.mark_home(spec)
     nodes = lab_nodes(spec)
     ensure_pki(spec, nodes)
@@ -231,7 +234,7 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
     )
     for node in nodes:
         if start_dockerd(node):
-            undo.add(f"stop dockerd of {node.name}", lambda n=node: stop_node(n))
+            undo.add(f"stop dockerd of {node.name}", functools.partial(stop_node, node))
     tar_path = build_base_image_tar(spec.home)
     fio_tar_path = build_fio_image_tar(spec.home)
     disks_of = []

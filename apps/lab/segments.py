@@ -64,7 +64,7 @@ class Segment:
 
 def all_segments(spec: LabSpec | None = None) -> list[Segment]:
     spec = spec or current()
-    pool = ipaddress.ip_network(spec.segments_subnet)
+    pool = ipaddress.IPv4Network(spec.segments_subnet)  # the segments are IPv4 /24s
     count = spec.slots * spec.segments_per_slot
     subnets = list(pool.subnets(new_prefix=24))
     if len(subnets) < count:

@@ -20,6 +20,7 @@ S = Cluster.State
 
 def container_of(instance: Instance) -> dict:
     instance.refresh_from_db()
+    assert instance.node is not None, "placed on a node"
     return engine.cached(instance.node).api.inspect_container(instance.container_id)
 
 
@@ -47,6 +48,7 @@ def edit_role(version: ProductVersion, role: str) -> None:
 
 def stop_edit_start(cluster: Cluster, role: str) -> tuple[Instance, dict, dict]:
     instance = cluster.instances.select_related("node").filter(role=role, active=True).first()
+    assert instance is not None, f"no {role} instance"
     before = container_of(instance)
     services.request_stop(cluster.id)
     wait_for(cluster.id, S.STOPPED, seconds=120)
@@ -58,7 +60,7 @@ def stop_edit_start(cluster: Cluster, role: str) -> tuple[Instance, dict, dict]:
 
 def assert_kept(cluster: Cluster, instance: Instance, before: dict, after: dict) -> None:
     cluster.refresh_from_db()
-    assert cluster.revision.number == 1
+    assert cluster.revision is not None and cluster.revision.number == 1
     assert cluster.version.revisions.count() == 2  # the edit made revision 2
     assert after["State"]["Running"] is True
     assert "PLATTER_EDITED" not in environment(after)

@@ -152,6 +152,7 @@ class ClusterDetailSerializer(ClusterSerializer):
     endpoints = serializers.SerializerMethodField()
     connection = serializers.SerializerMethodField()
     events = EventSerializer(many=True)
+    reuse_data_of: "serializers.PrimaryKeyRelatedField[Cluster]"
     reuse_data_of = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     queue = serializers.SerializerMethodField()
     provisioning = serializers.SerializerMethodField()
@@ -176,7 +177,8 @@ class ClusterDetailSerializer(ClusterSerializer):
     def get_data_path(self, cluster: Cluster) -> list[dict]:
         """Each instance's whole disks (node, device, kind, measured MB/s) and the product
         settings they decide; empty before placement."""
-        return InstanceDataPathSerializer(data_path(cluster), many=True).data
+        # many=True makes it a ReturnList, which DRF's stubs type as a ReturnDict.
+        return InstanceDataPathSerializer(data_path(cluster), many=True).data  # type: ignore[return-value]
 
     @extend_schema_field(ProvisioningSerializer(allow_null=True))
     def get_provisioning(self, cluster: Cluster) -> dict | None:

@@ -232,7 +232,9 @@ def simulate(owner, jobs: list[tuple], backfilling: bool, settings) -> dict:
                     started[ids[cluster_id]] = t
                 live = Cluster.objects.filter(state__in=LIVE_STATES, expires_at__gt=now)
                 upcoming = [a for a, *_ in jobs if a > t] + [
-                    (c.expires_at - base).total_seconds() / 3600 for c in live
+                    (c.expires_at - base).total_seconds() / 3600
+                    for c in live
+                    if c.expires_at is not None  # the filter above: always
                 ]
                 if not upcoming:
                     break

@@ -10,13 +10,14 @@ from django.views.decorators.http import require_POST
 from apps.accounts import ssh
 from apps.accounts.forms import SSHKeyForm
 from apps.accounts.models import SSHKey
+from apps.accounts.requests import signed_in_user
 from apps.clusters.preview import quota_usage
 from apps.inventory.capacity import node_capacity
 
 
 @login_required
 def quota(request: HttpRequest) -> HttpResponse:
-    return render(request, "web/quota.html", {"scopes": quota_usage(request.user)})
+    return render(request, "web/quota.html", {"scopes": quota_usage(signed_in_user(request))})
 
 
 @login_required
@@ -39,7 +40,7 @@ def ssh_keys(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Added SSH key “{key.name}” ({key.fingerprint}).")
             return redirect("web:ssh_keys")
-    keys = SSHKey.objects.filter(user=request.user)
+    keys = SSHKey.objects.filter(user=signed_in_user(request))
     return render(request, "web/ssh_keys.html", {"form": form, "keys": keys})
 
 

@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from apps.accounts.requests import signed_in_user
 from apps.catalog.images import ImageUnavailable, images_on_nodes, missing_images
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import OptionsError, resolve
@@ -19,7 +20,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
     products: dict = {}
     held = images_on_nodes()
     for version in launchable_versions().order_by("product__name", "-version"):
-        version.missing_images = missing_images(version, held)
+        version.missing_images = missing_images(version, held)  # type: ignore[attr-defined]  # for the template
         products.setdefault(version.product, []).append(version)
     return render(request, "web/catalog.html", {"products": products.items()})
 
@@ -78,7 +79,11 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     if form.is_bound:
         form.is_valid()
         # The name is not part of what is needed; bad options and disk kinds are.
-        errors = {k: " ".join(v) for k, v in form.errors.items() if k not in ("name", "__all__")}
+        errors = {
+            k: " ".join(str(e) for e in v)
+            for k, v in form.errors.items()
+            if k not in ("name", "__all__")
+        }
     else:
         form.cleaned_data = {n: f.initial for n, f in form.fields.items()}
     try:
@@ -93,7 +98,7 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     for instance in spec.instances:
         roles[instance.role] = roles.get(instance.role, 0) + 1
     return {
-        "preview": preview_launch(request.user, spec.instances),
+        "preview": preview_launch(signed_in_user(request), spec.instances),
         "spec": spec,
         "roles": roles.items(),
         **missing,

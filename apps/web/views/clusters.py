@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.accounts.requests import signed_in_user
 from apps.clusters import logs, queue, services
 from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path
@@ -37,7 +38,7 @@ PAGE_SIZE = 25  # clusters per page of the list
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
     """Only the user's own clusters: anyone else's answers 404, never 403."""
-    return Cluster.objects.filter(owner=request.user).select_related("version__product")
+    return Cluster.objects.filter(owner=signed_in_user(request)).select_related("version__product")
 
 
 def _detail(request: HttpRequest, cluster_id: int) -> Cluster:
@@ -211,7 +212,10 @@ def cluster_logs(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 
 def _problems(form: forms.Form) -> list[str]:
-    return [f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items()]
+    return [
+        f"{form[name].label}: {' '.join(str(e) for e in errors)}"
+        for name, errors in form.errors.items()
+    ]
 
 
 def _log_answer(request: HttpRequest, context: dict, **more) -> HttpResponse:
@@ -255,7 +259,7 @@ def cluster_extend(request: HttpRequest, cluster_id: int) -> HttpResponse:
     try:
         hours = EXTENSION_HOURS.clean(request.POST.get("hours", ""))
     except forms.ValidationError as error:  # nan and inf too: a float() would take them
-        messages.error(request, f"Give the extension in hours, e.g. 4 ({' '.join(error)})")
+        messages.error(request, f"Give the extension in hours, e.g. 4 ({' '.join(error.messages)})")
         return redirect("web:cluster", cluster_id=cluster.id)
     return _act(
         request, cluster, lambda: services.extend_lease(cluster.id, hours, actor=request.user)
