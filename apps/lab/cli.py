@@ -56,7 +56,7 @@ class Stack:
     """Starts shared pieces and remembers which ones to stop."""
 
     def __init__(self) -> None:
-        self.cleanups: list[Callable[[], None]] = []
+        self.cleanups: list[Callable[[], object]] = []
 
     def services(self) -> None:
         step("PostgreSQL and Redis")
@@ -149,6 +149,10 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
     for command in (["check", "."], ["format", "--check", "."]):
         if subprocess.run([PYTHON, "-m", "ruff", *command], cwd=BASE_DIR).returncode != 0:
             return 1
+    step("mypy")  # apps/, workers/ and portal/, as pyproject.toml's [tool.mypy] says
+    if subprocess.run([PYTHON, "-m", "mypy"], cwd=BASE_DIR).returncode != 0:
+        print("type errors: see above (mypy's configuration is in pyproject.toml)", file=sys.stderr)
+        return 1
     stack.services()
     step("migrations are complete")
     if manage("makemigrations", "--check", "--dry-run", check=False) != 0:
