@@ -99,12 +99,16 @@ def run(stack: Stack) -> int:
     children = {"web": devservers.start_web(WEB_ADDRESS, env)}
     children["worker"] = subprocess.Popen(
         worker_command("platter", "-c", "4"),
-        cwd=BASE_DIR, env=env, start_new_session=True,
-    )  # fmt: skip
+        cwd=BASE_DIR,
+        env=env,
+        start_new_session=True,
+    )
     children["beat"] = subprocess.Popen(
         [*celery, "beat", "-l", "info", "-s", schedule],
-        cwd=BASE_DIR, env=env, start_new_session=True,
-    )  # fmt: skip
+        cwd=BASE_DIR,
+        env=env,
+        start_new_session=True,
+    )
     try:
         devservers.wait_for_web(WEB_ADDRESS, children["web"])
         print(
