@@ -98,6 +98,10 @@ ALWAYS_REFUSED = {
     "--cgroup-parent": "moves the container out of its resource limits",
 }
 HOST_NAMESPACES = {"--net", "--network", "--pid", "--ipc", "--uts", "--userns", "--cgroupns"}
+# Mapped onto the role (-e, -u) or checked against the instance's disks (-v): not ignored.
+MAPPED = {"-e", "--env", "-u", "--user", "-v", "--volume"}
+# Ignored with a warning: flags without a value, and every valued option not refused, not a
+# namespace (checked for "host") and not mapped.
 HARMLESS = {
     "-t",
     "--tty",
@@ -107,39 +111,9 @@ HARMLESS = {
     "--detach",
     "--rm",
     "--init",
-    "-h",
-    "--hostname",
-    "-p",
-    "--publish",
     "-P",
     "--publish-all",
-    "-m",
-    "--memory",
-    "--cpus",
-    "--cpu-shares",
-    "-c",
-    "-w",
-    "--workdir",
-    "--name",
-    "-l",
-    "--label",
-    "--add-host",
-    "--dns",
-    "--dns-search",
-    "--ulimit",
-    "--shm-size",
-    "--restart",
-    "--log-driver",
-    "--log-opt",
-    "--expose",
-    "--link",
-    "--cap-drop",
-    "--tmpfs",
-    "--stop-signal",
-    "--entrypoint",
-    "--ip",
-    "--mac-address",
-}
+} | (TAKES_VALUE - set(ALWAYS_REFUSED) - HOST_NAMESPACES - MAPPED)
 
 
 @dataclass
