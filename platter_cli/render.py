@@ -157,7 +157,7 @@ def cluster(c: dict, portal: str) -> Group:
         title_justify="left",
     )
     for i in c.get("instances", []):
-        disks = ", ".join(f"{d['node']}:{d['device']} ({d['kind']})" for d in i["disks"])
+        disks = ", ".join(f"{d['destination']} on {d['node']} ({d['kind']})" for d in i["disks"])
         instances.add_row(
             i["hostname"] or f"{i['role']}-{i['index']}",
             i["node"] or "-",

@@ -15,7 +15,7 @@ rendered here once with the defaults (and once per option with another value, to
 the option changes) and never at launch:
 
 - The rendered nodes become roles (apps.catalog.cesga_nodes: nodes of one kind with the same
-  image, cpu, mem and disks form one role; each ``diskK`` a dedicated disk at /data/<n>;
+  image, cpu, mem and disks form one role; each ``diskK`` a dedicated disk at its destination;
   docker_opts that would escape the container refused, harmless ones mapped or ignored).
 - An int option that moves one role property one to one (render with size+1: the worker
   role has one more node) becomes an option that ``sets`` it (count, cores, memory_mb or
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import disk_paths
 from .cesga_nodes import FLOOR, Group, RegistrationError, group_nodes, layout
 from .cesga_render import CPU_SECONDS, MEMORY_BYTES
 from .options import LAUNCH_KEYS, SECTIONS, check_value
@@ -311,6 +312,8 @@ def _role(group: Group, sets: dict[str, tuple[str, list[str]]]) -> dict:
             role.update(bounds)
         else:
             role[prop] = bounds
+    if list(group.first.disk_paths) != disk_paths.default_paths(group.first.disks):
+        role["disk_paths"] = list(group.first.disk_paths)
     common = _common_environment(group)
     if common:
         role["environment"] = common

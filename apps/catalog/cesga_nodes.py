@@ -1,6 +1,7 @@
 """The nodes of a rendered CESGA template as Platter roles (apps.catalog.cesga_import renders).
 
-Each node is checked (image, whole cpu and mem within bounds, disks at /data/<n>), its
+Each node is checked (image, whole cpu and mem within bounds, disks at absolute paths that hide
+no system directory), its
 ``docker_opts`` policed: options that would let a container escape (privileged, host
 namespaces, devices, capabilities, host paths) are refused naming the option; ``-e`` becomes
 environment and ``-u`` the user; harmless ones are ignored with a warning. Platter never hands
@@ -18,7 +19,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-DISK_DESTINATION = re.compile(r"/data/([0-9]{1,4})")
+from . import disk_paths
+
 FLOOR = {"count": 1, "cores": 1, "memory_mb": 64, "disks": 0}
 CEILING = {"cores": 1024, "memory_mb": 16 * 1024 * 1024}  # far beyond any node
 NODE_KEYS = {"docker_image", "docker_opts", "cpu", "mem", "disks", "networks", "command"}
@@ -188,13 +190,14 @@ class Node:
     cores: int
     memory_mb: int
     disks: int
+    disk_paths: tuple[str, ...]
     environment: tuple[tuple[str, str], ...]
     user: str | None
     command: tuple[str, ...] | None
 
     @property
     def key(self) -> tuple:
-        return (self.stem, self.image, self.cores, self.memory_mb, self.disks)
+        return (self.stem, self.image, self.cores, self.memory_mb, self.disks, self.disk_paths)
 
 
 def parse_node(name: str, spec: Any, warnings: list[str]) -> Node:
@@ -209,7 +212,7 @@ def parse_node(name: str, spec: Any, warnings: list[str]) -> Node:
         raise RegistrationError(f"{where}: docker_image must be an image name")
     cores = _whole(spec["cpu"], f"{where}: cpu", FLOOR["cores"], CEILING["cores"])
     memory = _whole(spec["mem"], f"{where}: mem (MB)", FLOOR["memory_mb"], CEILING["memory_mb"])
-    destinations = _disk_destinations(spec.get("disks", {}), where, warnings)
+    destinations = _disk_destinations(spec.get("disks", {}), where)
     opts = parse_docker_opts(spec.get("docker_opts"), name, set(destinations), warnings)
     extra = sorted(set(spec) - NODE_KEYS)
     if extra:
@@ -221,6 +224,7 @@ def parse_node(name: str, spec: Any, warnings: list[str]) -> Node:
         cores=cores,
         memory_mb=memory,
         disks=len(destinations),
+        disk_paths=tuple(destinations),
         environment=tuple(sorted(opts.environment.items())),
         user=opts.user,
         command=_command(spec.get("command"), where),
@@ -237,25 +241,26 @@ def _whole(value: Any, where: str, floor: int, ceiling: int) -> int:
     return value
 
 
-def _disk_destinations(disks: Any, where: str, warnings: list[str]) -> list[str]:
+def _disk_destinations(disks: Any, where: str) -> list[str]:
+    """The container paths the template declares for the node's disks, in diskK order: Platter
+    mounts each dedicated disk exactly there (apps/catalog/disk_paths.py)."""
     if not isinstance(disks, dict):
         raise RegistrationError(f"{where}: disks must map diskK to {{'destination': ...}}")
-    numbers: list[int] = []
-    for disk, spec in disks.items():
+    named = list(disks.items())
+    numbers = [re.search(r"[0-9]+$", str(name)) for name, _ in named]
+    if all(numbers):  # disk0, disk1, ... in number order; else as written
+        order = [int(found.group()) for found in numbers if found]
+        named = [item for _, item in sorted(zip(order, named, strict=True), key=lambda p: p[0])]
+    paths: list[str] = []
+    for disk, spec in named:
         destination = spec.get("destination") if isinstance(spec, dict) else None
-        found = DISK_DESTINATION.fullmatch(destination) if isinstance(destination, str) else None
-        if not found:
-            raise RegistrationError(
-                f"{where}: {disk} destination {destination!r}: Platter mounts an instance's "
-                "dedicated disks at /data/1 .. /data/N; use /data/<n>"
-            )
-        numbers.append(int(found.group(1)))
-    if sorted(numbers) != list(range(1, len(numbers) + 1)):
-        warnings.append(
-            f"{where}: disks at {', '.join(f'/data/{n}' for n in sorted(numbers))} are mounted "
-            f"at /data/1 .. /data/{len(numbers)} in that order"
-        )
-    return [f"/data/{n}" for n in range(1, len(numbers) + 1)]
+        problem = disk_paths.path_problem(destination)
+        if problem:
+            raise RegistrationError(f"{where}: {disk} destination: {problem}")
+        paths.append(destination)
+    for k, problem in disk_paths.list_problems(paths):
+        raise RegistrationError(f"{where}: {named[k][0]} destination: {problem}")
+    return paths
 
 
 def _command(value: Any, where: str) -> tuple[str, ...] | None:

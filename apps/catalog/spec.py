@@ -12,7 +12,8 @@ unknown keys, what is required), then plain code checks what spans fields (range
 defaults, role names used by options, ports and steps, placeholders). The second pass runs on
 whatever fields parsed, so an admin sees every problem at once.
 
-This module imports nothing else of the catalog but its errors (spec_errors.py): options.py,
+This module imports nothing else of the catalog but its errors (spec_errors.py) and the disk
+path rule (disk_paths.py): options.py,
 templating.py and models.py build on it (no import cycle)."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
+from . import disk_paths
 from .spec_errors import DefinitionError, Path, Problem, brief, from_pydantic
 
 # Launch-level keys a launch request may carry next to the product options.
@@ -160,7 +162,13 @@ class Role(Strict):
     environment: dict[EnvName, str] = {}
     # The product settings its disks decide, shown on the cluster page (its data path).
     data_settings: dict[Text, Text] = {}
+    # Where its instances see their disks, in order (disk_paths.py); empty: /data/1 .. /data/N.
+    disk_paths: list[str] = []
     description: str = ""
+
+    def disk_destinations(self, count: int) -> list[str]:
+        """The container paths of an instance of this role with ``count`` disks."""
+        return disk_paths.destinations(self.disk_paths, count)
 
     def bounds(self, prop: str) -> Bounds:
         """The count's or a per-instance resource's range."""
@@ -255,6 +263,11 @@ class ProductDefinition:
 
     def role(self, name: str) -> Role | None:
         return next((r for r in self.roles if r.name == name), None)
+
+    def disk_destinations(self, role_name: str, count: int) -> list[str]:
+        """Where an instance of ``role_name`` sees its ``count`` disks (/data/1 .. by default)."""
+        role = self.role(role_name)
+        return role.disk_destinations(count) if role else disk_paths.default_paths(count)
 
     def targeted_roles(self, option: Option) -> list[Role]:
         """The roles an option with ``sets`` reaches (all of them when it names none)."""
@@ -407,6 +420,21 @@ def _check_roles(roles: list[Role], out: list[Problem]) -> None:
                         f"got {b.min} <= {b.default} <= {b.max}",
                     )
                 )
+        _check_disk_paths(role, ("roles", n, "disk_paths"), out)
+
+
+def _check_disk_paths(role: Role, where: Path, out: list[Problem]) -> None:
+    for k, problem in disk_paths.list_problems(role.disk_paths):
+        out.append(Problem((*where, k), problem))
+    most = role.bounds("disks").max
+    if role.disk_paths and most > len(role.disk_paths) and not disk_paths.extends(role.disk_paths):
+        out.append(
+            Problem(
+                where,
+                f"names {len(role.disk_paths)} paths but an instance may have {most} disks; "
+                "name one per disk or number them (/data/0, /data/1, ...)",
+            )
+        )
 
 
 def _check_options(schema: OptionsSchema, roles: list[Role] | None, out: list[Problem]) -> None:

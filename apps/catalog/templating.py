@@ -81,7 +81,7 @@ def context_for(
         if problem:
             raise TemplateError(f"{name} {problem}")
     members = [hostnames[(i.role, i.index)] for i in spec.instances]
-    data_dirs = [f"/data/{n}" for n in range(1, instance.disks + 1)]
+    data_dirs = definition_of(version).disk_destinations(instance.role, instance.disks)
     ctx: dict[str, str] = {name: option_text(value) for name, value in spec.options.items()}
     for role in definition_of(version).roles:
         hosts = [hostnames[(i.role, i.index)] for i in spec.instances if i.role == role.name]

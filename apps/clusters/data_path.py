@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 
 from apps.catalog import templating
 from apps.catalog.options import ClusterSpec, InstanceSpec, resolve
+from apps.catalog.spec import definition_of
 
 from .models import Cluster, DiskAllocation, Instance
 
 
 @dataclass
 class DataDisk:
-    path: str  # where the instance sees it: /data/N
+    path: str  # where the instance sees it: /data/N or its definition's disk_paths
     node: str
     mount: str
     device: str
@@ -41,9 +42,9 @@ def cluster_spec(cluster: Cluster, instances: list[Instance]) -> tuple[ClusterSp
     return spec, {(i.role, i.index): i.hostname for i in instances}
 
 
-def _data_disk(n: int, disk) -> DataDisk:
+def _data_disk(path: str, disk) -> DataDisk:
     return DataDisk(
-        f"/data/{n}",
+        path,
         disk.node.name,
         disk.mount_path,
         disk.device,
@@ -51,6 +52,17 @@ def _data_disk(n: int, disk) -> DataDisk:
         disk.seq_read_mbps,
         disk.seq_write_mbps,
     )
+
+
+def label_destinations(cluster: Cluster, instances: list[Instance], held: str) -> None:
+    """Give each allocation in ``instance.<held>`` (prefetched in disk order) its
+    ``destination``: where the instance sees that disk, as the cluster's definition says."""
+    definition = definition_of(cluster.definition)
+    for instance in instances:
+        allocations = getattr(instance, held)
+        where = definition.disk_destinations(instance.role, len(allocations))
+        for allocation, path in zip(allocations, where, strict=True):
+            allocation.destination = path
 
 
 def data_path(cluster: Cluster) -> list[InstanceDataPath]:
@@ -70,7 +82,9 @@ def data_path(cluster: Cluster) -> list[InstanceDataPath]:
         disks[allocation.instance_id].append(allocation.disk)
     paths = []
     for instance, instance_spec in zip(instances, spec.instances, strict=True):
-        own = [_data_disk(n, disk) for n, disk in enumerate(disks[instance.id], start=1)]
+        held_disks = disks[instance.id]
+        where = definition_of(cluster.definition).disk_destinations(instance.role, len(held_disks))
+        own = [_data_disk(path, disk) for path, disk in zip(where, held_disks, strict=True)]
         settings = templating.data_settings(
             cluster.definition, spec, instance_spec, cluster.name, hostnames
         )

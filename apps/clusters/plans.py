@@ -16,6 +16,7 @@ from django.conf import settings
 from apps.catalog import templating
 from apps.catalog.images import site_image
 from apps.catalog.services import needs_trust
+from apps.catalog.spec import definition_of
 from apps.clusters import access
 from apps.clusters.data_path import cluster_spec
 from apps.clusters.models import Cluster, DiskAllocation, Instance
@@ -144,8 +145,12 @@ def plans_for(cluster: Cluster) -> list[ContainerSpec]:
                 cores=instance.cores,
                 memory_mb=instance.memory_mb,
                 binds=[
-                    f"{disk.mount_path}/{folder}:/data/{n}:rw"
-                    for n, disk in enumerate(disks, start=1)
+                    f"{disk.mount_path}/{folder}:{path}:rw"
+                    for disk, path in zip(
+                        disks,
+                        definition_of(version).disk_destinations(instance.role, len(disks)),
+                        strict=True,
+                    )
                 ],
                 capabilities=list(version.capabilities or []),
                 extra_hosts=members,

@@ -68,19 +68,28 @@ def _as_postgres_user() -> list[str]:
     return []
 
 
-def _postgres_home() -> Path:
+def _postgres_home(state_dir: Path | None = None) -> Path:
     """Where the cluster lives: under the state folder, unless the 'postgres' user cannot reach it
-    (a checkout under a private home folder), then under /var/lib/platter/<checkout id>."""
-    home = STATE_DIR / "postgres"
+    (a checkout under a private folder), then under /var/lib/platter/<state folder id>.
+
+    The fallback is keyed on the state folder, not the checkout: a portal of its own (the fault
+    suite, a scratch run) has a state folder of its own and so a data directory of its own."""
+    state_dir = (state_dir or STATE_DIR).resolve()
+    home = state_dir / "postgres"
     if os.geteuid() != 0:
         return home
     probe = subprocess.run(
-        ["runuser", "-u", "postgres", "--", "test", "-x", str(STATE_DIR.parent)], check=False
+        ["runuser", "-u", "postgres", "--", "test", "-x", str(state_dir.parent)], check=False
     )
     if probe.returncode == 0:
         return home
-    checkout_id = hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:12]
-    return Path("/var/lib/platter") / checkout_id / "postgres"
+    return fallback_postgres_home(state_dir)
+
+
+def fallback_postgres_home(state_dir: Path) -> Path:
+    """The data folder's home outside a private checkout: one per state folder."""
+    state_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
+    return Path("/var/lib/platter") / state_id / "postgres"
 
 
 @dataclass

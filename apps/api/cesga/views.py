@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from apps.catalog.options import SECTIONS, describe
 from apps.catalog.services import launchable_versions
+from apps.catalog.spec import definition_of
 from apps.clusters.connection import connection_details, endpoints
 from apps.clusters.models import Cluster
 from apps.clusters.services import request_destroy
@@ -231,7 +232,8 @@ class ClusterDetail(OneCluster):
 class ClusterNodes(OneCluster):
     def get(self, request: Request, **names) -> Response:
         cluster = self.cluster(request, **names)
-        return Response({"nodes": [_node(cluster, i) for i in cluster.instances.all()]})
+        staff = request.user.is_staff
+        return Response({"nodes": [_node(cluster, i, staff) for i in cluster.instances.all()]})
 
 
 class ClusterServices(OneCluster):
@@ -259,18 +261,20 @@ class ClusterServices(OneCluster):
         return Response({"services": services})
 
 
-def _node(cluster: Cluster, instance) -> dict:
+def _node(cluster: Cluster, instance, staff: bool = False) -> dict:
     host = instance.node.name if instance.node else None
+    held = instance.active_allocations
+    where = definition_of(cluster.definition).disk_destinations(instance.role, len(held))
     disks = [
         {
             "name": f"disk{n}",
             "host": host,
             "type": a.disk.kind,
-            "origin": a.disk.mount_path,
-            "destination": f"/data/{n}",
+            "origin": a.disk.mount_path if staff else None,  # a node's path: staff only
+            "destination": path,
             "mode": "rw",
         }
-        for n, a in enumerate(instance.active_allocations, start=1)
+        for n, (a, path) in enumerate(zip(held, where, strict=True), start=1)
     ]
     address = instance.address.ip if instance.address else None
     return {

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
 from apps.clusters import connection, queue
-from apps.clusters.data_path import data_path
+from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.clusters.requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
@@ -56,17 +56,26 @@ class ClusterSerializer(serializers.ModelSerializer):
 
 
 class DiskHeldSerializer(serializers.Serializer):
+    """A whole disk an instance holds: where the instance sees it, on which node, of which kind.
+    Where it sits on the node (host path, device) is for staff only."""
+
     node = serializers.CharField(source="disk.node.name")
-    path = serializers.CharField(source="disk.mount_path")
-    device = serializers.CharField(source="disk.device")
+    destination = serializers.CharField()  # set by data_path.label_destinations
     kind = serializers.CharField(source="disk.kind")
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is not None and request.user.is_staff:
+            data.update(host_path=instance.disk.mount_path, device=instance.disk.device)
+        return data
 
 
 class InstanceSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.name", allow_null=True, default=None)
     address = serializers.CharField(source="address.ip", allow_null=True, default=None)
     container_state = serializers.CharField(source="state")
-    disks = DiskHeldSerializer(source="active_allocations", many=True)
+    disks = serializers.SerializerMethodField()
 
     class Meta:
         model = Instance
@@ -83,6 +92,11 @@ class InstanceSerializer(serializers.ModelSerializer):
             "disk_kind",
             "disks",
         ]
+
+    @extend_schema_field(DiskHeldSerializer(many=True))
+    def get_disks(self, instance: Instance) -> list:
+        label_destinations(instance.cluster, [instance], "active_allocations")
+        return DiskHeldSerializer(instance.active_allocations, many=True, context=self.context).data
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -124,13 +138,20 @@ class ConnectionSerializer(serializers.Serializer):
 
 
 class DataDiskSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="where the instance sees it, /data/N")
+    path = serializers.CharField(
+        help_text="where the instance sees it: /data/N, or where the product's definition puts it"
+    )
     node = serializers.CharField()
-    mount = serializers.CharField()
-    device = serializers.CharField()
     kind = serializers.CharField()
     seq_read_mbps = serializers.FloatField(allow_null=True)
     seq_write_mbps = serializers.FloatField(allow_null=True)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is not None and request.user.is_staff:  # a node's own paths: staff only
+            data.update(mount=instance.mount, device=instance.device)
+        return data
 
 
 class InstanceDataPathSerializer(serializers.Serializer):
@@ -178,7 +199,7 @@ class ClusterDetailSerializer(ClusterSerializer):
         """Each instance's whole disks (node, device, kind, measured MB/s) and the product
         settings they decide; empty before placement."""
         # many=True makes it a ReturnList, which DRF's stubs type as a ReturnDict.
-        return InstanceDataPathSerializer(data_path(cluster), many=True).data  # type: ignore[return-value]
+        return InstanceDataPathSerializer(data_path(cluster), many=True, context=self.context).data  # type: ignore[return-value]
 
     @extend_schema_field(ProvisioningSerializer(allow_null=True))
     def get_provisioning(self, cluster: Cluster) -> dict | None:

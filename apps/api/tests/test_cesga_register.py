@@ -118,7 +118,7 @@ HOSTILE = {
     ),
     "a disk outside /data": (
         TEMPLATE.replace('"destination": "/data/1"', '"destination": "/var"'),
-        "node master: disk1 destination '/var': Platter mounts an instance's dedicated disks",
+        "node master: disk1 destination: /var would hide the container's /var",
     ),
 }
 
@@ -249,13 +249,43 @@ def test_admins_see_the_orchestrator_on_the_version_and_the_registration(
     assert b"services head, workers: kept with the registration" in shown.content
 
 
-def test_disks_numbered_from_0_as_cesgas_own_templates_do_are_mounted_from_data_1(cesga, catalog):
+def test_disks_numbered_from_0_as_cesgas_own_templates_do_keep_their_destinations(cesga, catalog):
     template = TEMPLATE.replace(
         '"destination": "/data/{{ k }}"', '"destination": "/data/{{ k - 1 }}"'
     )
     *_, converted, _ = register(cesga("admin"), template=template)
     assert converted.status_code == 200, converted.content
-    assert (
-        "node worker0: disks at /data/0, /data/1 are mounted at /data/1 .. /data/2 in that "
-        "order" in converted.json()["warnings"]
+    assert not any("/data/0" in warning for warning in converted.json()["warnings"])
+    roles = {r.name: r for r in ProductVersion.objects.get(product__name="tiny").definition.roles}
+    assert roles["worker"].disk_paths == ["/data/0", "/data/1"]
+    # The disks option goes on in the template's own numbering.
+    assert roles["worker"].disk_destinations(3) == ["/data/0", "/data/1", "/data/2"]
+    assert roles["master"].disk_paths == []  # /data/1, Platter's own default
+
+
+@pytest.mark.parametrize(
+    "destination, problem",
+    [
+        ("data/1", "disk1 destination: must be an absolute path in the container, got 'data/1'"),
+        ("/data/../etc", "disk1 destination: must be a normalised path"),
+        ("/proc/x", "disk1 destination: /proc/x lies inside /proc, which the kernel provides"),
+        ("/usr", "disk1 destination: /usr would hide the container's /usr"),
+        ("/", "disk1 destination: / would hide the container's whole file system"),
+    ],
+)
+def test_a_disk_destination_that_is_relative_or_hides_a_system_directory_gets_a_400_naming_it(
+    cesga, catalog, destination, problem
+):
+    template = TEMPLATE.replace('"destination": "/data/1"', f'"destination": "{destination}"')
+    *_, converted, _ = register(cesga("admin"), template=template)
+    assert converted.status_code == 400, converted.content
+    assert f"node master: {problem}" in json.dumps(converted.json())
+
+
+def test_a_repeated_disk_destination_gets_a_400_naming_the_disk(cesga, catalog):
+    template = TEMPLATE.replace('"destination": "/data/{{ k }}"', '"destination": "/srv/db"')
+    *_, converted, _ = register(cesga("admin"), template=template)
+    assert converted.status_code == 400, converted.content
+    assert "node worker0: disk2 destination: /srv/db is used by another disk" in json.dumps(
+        converted.json()
     )

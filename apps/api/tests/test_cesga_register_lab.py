@@ -1,8 +1,9 @@
 """A product registered with CESGA's four calls runs on the real lab, driven by a real worker:
 launched with CESGA's launch call and with the services API, its instances hold their own
-disks at /data/K, and both delete calls take it down."""
+disks at /data/K (or where its template puts them), and both delete calls take it down."""
 
 import pytest
+from rest_framework.test import APIClient
 
 from apps import nodes
 from apps.clusters.models import Cluster
@@ -82,3 +83,89 @@ def test_the_services_api_lists_launches_and_deletes_on_the_lab(
     wait_for(ident, S.DESTROYED)
     listed = user.get(f"{BASE}/instances/alice/tiny/1.0").json()["instances"]
     assert [i["data"]["status"] for i in listed] == ["destroyed"]
+
+
+# In the shape of CESGA's own Cassandra registration: `size` nodes named cassandranodeN, each
+# with `disks` disks whose template numbers them from 0 (disk0 at /data/0, ...). The lab's base
+# image and a sleep loop stand in for CESGA's Cassandra image: what is tested is where the disks go.
+CASSANDRA_SHAPED = """{% set comma = joiner(",") %}
+{
+  "dnsname": "{{ clusterid }}",
+  "nodes": {
+    {% for n in range(0, opts['size']) %}
+    {{ comma() }} "cassandranode{{ n }}": {
+      "docker_image": "platter/lab-base:1",
+      "cpu": {{ opts['cpu'] }}, "mem": {{ opts['mem'] }},
+      "disks": { {% set c = joiner(",") %}{% for k in range(0, opts['disks']) %}
+        {{ c() }} "disk{{ k }}": {"destination": "DESTINATION"}{% endfor %}
+      },
+      "networks": {"eth0": {"type": "dynamic", "networkname": "storage"}},
+      "command": "LOOP"
+    }
+    {% endfor %}
+  },
+  "services": {"seeds": {"nodes": ["cassandranode0"]}}
+}
+"""
+CASSANDRA_OPTIONS = {
+    "required": {"size": 3},
+    "optional": {"disks": 1},
+    "advanced": {"cpu": 1, "mem": 64},
+    "descriptions": {
+        "size": "Number of nodes",
+        "disks": "Disks per node",
+        "cpu": "CPUs per node",
+        "mem": "Memory per node (MB)",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "destination, disks, wanted",
+    [
+        ("/data/{{ k }}", 2, ["/data/0", "/data/1"]),
+        ("/srv/db", 1, ["/srv/db"]),
+    ],
+)
+def test_a_registered_product_gets_its_disks_exactly_where_its_template_puts_them(
+    dispatching, lab_cleanup, cesga, alice, destination, disks, wanted
+):
+    from .cesga_product import LOOP
+
+    template = CASSANDRA_SHAPED.replace("DESTINATION", destination).replace(
+        "LOOP", LOOP.replace("'", "\\u0027")
+    )
+    answers = register(cesga("admin"), "cassandra", "3.0.8", template, CASSANDRA_OPTIONS)
+    assert [a.status_code for a in answers] == [201, 200, 200, 200], answers[2].content
+
+    owner = cesga("owner")
+    launched = owner.post(
+        f"{BASE}/products/cassandra/3.0.8", {"size": 2, "disks": disks}, format="json"
+    )
+    assert launched.status_code == 202, launched.content
+    cluster = Cluster.objects.get(owner=alice, version__product__name="cassandra")
+    cluster = wait_for(cluster.id, S.RUNNING)
+
+    instances = list(cluster.instances.select_related("node").order_by("index"))
+    assert len(instances) == 2
+    sources = []
+    for instance in instances:
+        seen = mounts(instance)  # the container's own mount table
+        assert sorted(seen) == wanted, seen
+        sources += [(instance.node.name, seen[path]) for path in wanted]
+    assert len(set(sources)) == 2 * disks  # dedicated disks, none shared
+
+    # The data path and the CESGA node list say the same.
+    api = APIClient()
+    api.force_authenticate(alice)
+    detail = api.get(f"/api/v1/clusters/{cluster.id}")
+    assert detail.status_code == 200, detail.content
+    body = detail.json()
+    assert [[d["path"] for d in i["disks"]] for i in body["data_path"]] == [wanted, wanted]
+    assert [[d["destination"] for d in i["disks"]] for i in body["instances"]] == [wanted] * 2
+    listed = owner.get(f"{BASE}/clusters/alice/cassandra/3.0.8/{cluster.id}/nodes").json()
+    assert [[d["destination"] for d in n["disks"]] for n in listed["nodes"]] == [wanted] * 2
+    assert all(d["origin"] is None for n in listed["nodes"] for d in n["disks"])  # staff only
+
+    assert owner.delete(f"{BASE}/clusters/alice/cassandra/3.0.8/{cluster.id}").status_code == 200
+    wait_for(cluster.id, S.DESTROYED)

@@ -180,7 +180,8 @@ def test_the_detail_shows_instances_disks_endpoints_and_events(api, alice, demo)
     assert master["node"] and master["address"] and master["container_state"]
     assert len(master["disks"]) == 2
     assert {d["node"] for d in master["disks"]} == {master["node"]}
-    assert all(d["path"].startswith("/data/") for d in master["disks"])
+    assert [d["destination"] for d in master["disks"]] == ["/data/1", "/data/2"]
+    assert not any("host_path" in d for d in master["disks"]), "a node's paths are for staff"
     assert body["endpoints"] == [
         {
             "role": "master",

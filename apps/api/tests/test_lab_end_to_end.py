@@ -50,7 +50,11 @@ def test_a_token_launches_reads_and_destroys_a_lab_cluster(
         assert instance["container_state"] == "running"
         assert len(instance["disks"]) == 2
         assert {d["node"] for d in instance["disks"]} == {instance["node"]}
-        held += [(d["node"], d["path"]) for d in instance["disks"]]
+        assert [d["destination"] for d in instance["disks"]] == ["/data/1", "/data/2"]
+        assert not any("host_path" in d or "device" in d for d in instance["disks"])
+    # Where a disk sits on its node is for staff only.
+    for instance in admin.get(url, timeout=10).json()["instances"]:
+        held += [(d["node"], d["host_path"]) for d in instance["disks"]]
     assert len(set(held)) == 6  # six whole disks, none shared
     endpoint = running["endpoints"][0]
     assert endpoint["url"] == f"http://{running['instances'][0]['address']}:80"

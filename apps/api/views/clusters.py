@@ -35,13 +35,17 @@ from ..serializers.progress import EventPageSerializer, EventQuerySerializer, Lo
 
 def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
     """Clusters with everything the detail shows, in a fixed number of queries."""
-    allocations = DiskAllocation.objects.filter(active=True).select_related("disk__node")
+    allocations = (
+        DiskAllocation.objects.filter(active=True)
+        .select_related("disk__node")
+        .order_by("disk__mount_path", "disk_id")  # the order disks are mounted in (plans.py)
+    )
     instances = Instance.objects.select_related("node", "address").prefetch_related(
         Prefetch("allocations", queryset=allocations, to_attr="active_allocations")
     )
     return (
         (base if base is not None else Cluster.objects.all())
-        .select_related("owner", "version__product")
+        .select_related("owner", "version__product", "revision")
         .prefetch_related(Prefetch("instances", queryset=instances), "events")
     )
 

@@ -72,6 +72,30 @@ def test_redis_starts_is_reused_and_stops(scratch):
     assert server.running() is False
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fallback exists for root's private folders")
+def test_two_state_folders_in_a_private_checkout_run_two_databases_side_by_side():
+    """A checkout in a 0700 folder (a clone under /root, `mktemp -d`): the 'postgres' user cannot
+    enter it, so each state folder's cluster moves under /var/lib/platter, one per state folder,
+    and the test run's database and a scratch portal's (the fault suite) run at once."""
+    private = Path(tempfile.mkdtemp(prefix="platter-private-"))
+    private.chmod(0o700)
+    main_state, scratch_state = private / "checkout" / ".local", private / "scratch" / ".local"
+    homes = [devservers._postgres_home(main_state), devservers._postgres_home(scratch_state)]
+    assert all(str(home).startswith("/var/lib/platter/") for home in homes), homes
+    assert homes[0] != homes[1], "each state folder needs a data directory of its own"
+    servers = [devservers.Postgres(data_dir=home / "data", port=free_port()) for home in homes]
+    try:
+        for server in servers:
+            assert server.up() is True, f"{server.data_dir} should start fresh"
+        assert all(server.running() for server in servers)
+    finally:
+        for server in servers:
+            server.down()
+        for home in homes:
+            shutil.rmtree(home.parent, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
 def test_given_urls_mean_nothing_is_started_here(monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgres://elsewhere/db")
     monkeypatch.setenv("REDIS_URL", "redis://elsewhere/0")

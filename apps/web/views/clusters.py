@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.requests import signed_in_user
 from apps.clusters import logs, queue, services
 from apps.clusters.connection import connection_details
-from apps.clusters.data_path import data_path
+from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.nodes import NodeError
@@ -51,7 +51,9 @@ def _detail(request: HttpRequest, cluster_id: int) -> Cluster:
         Prefetch("allocations", queryset=held, to_attr="held")
     )
     clusters = my_clusters(request).prefetch_related(Prefetch("instances", queryset=instances))
-    return get_object_or_404(clusters, id=cluster_id)
+    cluster = get_object_or_404(clusters, id=cluster_id)
+    label_destinations(cluster, list(cluster.instances.all()), "held")
+    return cluster
 
 
 class ListFilter(forms.Form):
