@@ -23,7 +23,10 @@ from .plans import container_name
 TAIL_DEFAULT = 100
 TAIL_MAX = 10_000
 FOLLOW_SECONDS_DEFAULT = 60
-FOLLOW_SECONDS_MAX = 300  # a follow holds a web thread: it always ends by itself
+FOLLOW_SECONDS_MAX = 300  # a follow always ends by itself (and at settings.STREAM_DEADLINE)
+# A followed line longer than this is cut (saying so): a container that writes no newline
+# must not grow the portal's memory.
+LINE_MAX = 64 * 1024
 
 CURSOR = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z$")
 S = Cluster.State
@@ -195,16 +198,70 @@ def follow(
     return _lines(stream, after, timestamps)
 
 
-def _lines(stream: Iterator[str], after: str | None, timestamps: bool) -> Iterator[str]:
-    pending = ""
+class LineSplitter:
+    """Whole lines out of a stream of text chunks, in time linear in the text: an unfinished
+    line is kept as a list of parts and joined once, when its newline comes (re-joining it on
+    every chunk was quadratic). A line longer than `limit` characters is cut there and says
+    so; the rest of it is dropped as it comes, so memory stays bounded too. `copied` counts
+    the characters copied, for the test that the work is linear."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.copied = 0
+        self._parts: list[str] = []
+        self._held = 0  # characters in _parts
+        self._cut = False  # the unfinished line passed the limit
+
+    def feed(self, text: str) -> list[str]:
+        """The lines this chunk completes, without their newlines."""
+        lines = []
+        start = 0
+        while (end := text.find("\n", start)) >= 0:
+            self._hold(text, start, end)
+            lines.append(self._take())
+            start = end + 1
+        self._hold(text, start, len(text))
+        return lines
+
+    def flush(self) -> list[str]:
+        """The unfinished last line, if any."""
+        return [self._take()] if self._held or self._cut else []
+
+    def _hold(self, text: str, start: int, end: int) -> None:
+        room = self.limit - self._held
+        if end - start > room:
+            end, self._cut = start + max(room, 0), True
+        if end > start:
+            self._parts.append(text[start:end])
+            self._held += end - start
+            self.copied += end - start
+
+    def _take(self) -> str:
+        line = "".join(self._parts)
+        self.copied += len(line)
+        if self._cut:
+            line += f" [line cut: longer than {self.limit} characters]"
+        self._parts, self._held, self._cut = [], 0, False
+        return line
+
+
+def _lines(
+    stream: Iterator[str], after: str | None, timestamps: bool, limit: int = LINE_MAX
+) -> Iterator[str]:
+    splitter = LineSplitter(limit)
     try:
         for text in stream:
-            *complete, pending = (pending + text).split("\n")
-            entries = [_entry(line) for line in complete]
-            fresh = LogLines([(at, x) for at, x in entries if not after or not at or at > after])
-            if fresh.entries:
-                yield fresh.text(timestamps)
+            if chunk := _fresh(splitter.feed(text), after, timestamps):
+                yield chunk
     except NodeMissing:
         return  # removed while followed: the log simply ends
-    if pending:
-        yield LogLines([_entry(pending)]).text(timestamps)
+    if chunk := _fresh(splitter.flush(), after, timestamps):
+        yield chunk
+
+
+def _fresh(complete: list[str], after: str | None, timestamps: bool) -> str:
+    """The text of the complete lines written after the cursor (all of them without one)."""
+    entries = [_entry(line) for line in complete]
+    return LogLines([(at, x) for at, x in entries if not after or not at or at > after]).text(
+        timestamps
+    )

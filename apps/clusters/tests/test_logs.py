@@ -44,3 +44,30 @@ def test_a_follow_yields_whole_lines_after_the_cursor_only():
     assert list(logs._lines(iter(chunks), after, timestamps=False)) == ["two\n", "three\n"]
     stamped = list(logs._lines(iter(chunks), None, timestamps=True))
     assert stamped[0] == "2026-11-24T17:00:01.000000000Z one\n"
+
+
+def test_a_line_without_a_newline_is_joined_once_and_cut_at_the_limit():
+    limit, chunk, count = 1000, "x" * 100, 10_000  # a 1 MB line in 10,000 chunks
+    splitter = logs.LineSplitter(limit)
+    assert all(splitter.feed(chunk) == [] for _ in range(count))
+    [line] = splitter.feed("tail\nnext")
+    assert line == "x" * limit + f" [line cut: longer than {limit} characters]"
+    assert splitter.flush() == ["next"]
+    # Linear: each kept character is copied twice at most (into the parts, into the line);
+    # re-joining on every chunk copied ~count * limit characters.
+    assert splitter.copied <= 2 * (limit + len("next"))
+
+
+def test_many_short_chunks_of_long_lines_cost_work_linear_in_the_text():
+    splitter = logs.LineSplitter(10_000)
+    text = ("y" * 5000 + "\n") * 20
+    lines = [line for i in range(0, len(text), 7) for line in splitter.feed(text[i : i + 7])]
+    assert lines == ["y" * 5000] * 20
+    assert splitter.copied <= 2 * len(text)
+
+
+def test_a_follow_cuts_a_long_line_and_goes_on_with_the_next():
+    chunks = ["2026-11-24T17:00:01.000000000Z ", "a" * 50, "b" * 50, "\nnext\n"]
+    out = "".join(logs._lines(iter(chunks), None, timestamps=False, limit=60))
+    # The limit counts Docker's timestamp and its space (31 characters) too.
+    assert out == "a" * 29 + " [line cut: longer than 60 characters]\nnext\n"
