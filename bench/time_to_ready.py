@@ -20,7 +20,10 @@ bench/out/time_to_ready_products.png.
 """
 
 import argparse
+import contextlib
+import ipaddress
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +42,10 @@ from django.conf import settings  # noqa: E402
 from portal.queues import worker_command  # noqa: E402
 
 BENCH_DB = "platter_bench_ready"
-BENCH_REDIS_DB = "3"
+BENCH_REDIS_DB = os.environ.get("PLATTER_BENCH_REDIS_DB", "3")
+# A slice of the lab's segments of its own: the dev portal (slot 0) may run beside the bench,
+# and its clusters would hold the same segments as the bench's database hands out.
+ADDRESS_SLOT = os.environ.get("PLATTER_LAB_ADDRESS_SLOT", "5")
 SITE = "bench"
 
 
@@ -147,18 +153,55 @@ def platter_run(user, version, size: int, name: str):
     return ready - started, plans
 
 
+# Every raw container carries this label, so a round's leftovers are found and removed.
+RAW_LABEL = "platter.bench-raw"
+
+
+def raw_addresses(network, count: int, taken: set[str]) -> list[str]:
+    """`count` addresses of the plan's own segment for the raw copies: from the top of the
+    range the portal hands out, downwards, skipping Platter's own (its containers may still be
+    going, and a fresh address also gets a fresh MAC)."""
+    first = ipaddress.ip_address(network.first_address)
+    candidate = ipaddress.ip_address(network.last_address)
+    found: list[str] = []
+    while len(found) < count and candidate >= first:
+        if str(candidate) not in taken:
+            found.append(str(candidate))
+        candidate -= 1
+    if len(found) < count:
+        raise SystemExit(f"{network} has no {count} addresses to spare for the raw path")
+    return found
+
+
+def segment_of(docker_name: str):
+    """The inventory's network behind a plan's Docker network (the cluster's segment)."""
+    from apps.inventory.models import Network
+
+    for network in Network.objects.all():
+        if network.docker_name == docker_name:
+            return network
+    raise SystemExit(f"no network of the inventory is {docker_name} on the nodes")
+
+
 def raw_plans(plans, round_no: int) -> list:
-    """Platter's container plans with names, addresses (past every portal's slice, see
-    apps/lab/image.py), data folders and /etc/hosts entries of their own, in plan order."""
+    """Platter's container plans with names, addresses (on the plan's own segment: the Docker
+    network only takes its own subnet's), data folders and /etc/hosts entries of their own,
+    in plan order."""
     from apps.nodes.specs import ContainerSpec
 
-    base = settings.LAB_SUBNET.rsplit(".", 1)[0]
+    networks = {plan.network for plan in plans}
+    if len(networks) != 1:
+        raise SystemExit(f"the plans span {len(networks)} networks, not one: {sorted(networks)}")
+    addresses = raw_addresses(
+        segment_of(networks.pop()), len(plans), {plan.address for plan in plans}
+    )
     copies = []
     for n, plan in enumerate(plans):
         copy = ContainerSpec(**{**plan.__dict__})
         copy.name = f"{SITE}-raw-{round_no}-{n}"
-        copy.address = f"{base}.{240 + n}"
+        copy.address = addresses[n]
         copy.binds = [b.replace("/cluster-", f"/raw-{round_no}-") for b in plan.binds]
+        copy.labels = {**plan.labels, RAW_LABEL: str(round_no)}
         copies.append(copy)
     hosts = {c.hostname: c.address for c in copies}
     for copy in copies:
@@ -174,19 +217,45 @@ def start_plan(plan) -> None:
     api.start(api.create_container(**NodeClient._create_arguments(api, plan))["Id"])
 
 
-def raw_run(plans, round_no: int) -> float:
-    """The same containers, created and started in parallel straight through the SDK (names,
-    addresses and data folders of their own; clients already connected)."""
+def remove_raw(copies) -> None:
+    """The raw round's containers and data folders, whichever of them were made."""
+    from docker.errors import NotFound
+
     from apps.nodes import engine
 
+    for copy in copies:
+        with contextlib.suppress(NotFound):  # the round failed before making this one
+            engine.cached(copy.node).api.remove_container(copy.name, force=True)
+        for bind in copy.binds:
+            shutil.rmtree(bind.split(":")[0], ignore_errors=True)
+
+
+def remove_leftovers(nodes) -> int:
+    """Raw containers an interrupted earlier run left on the nodes (they would hold the names
+    and addresses of this run's); how many there were."""
+    from apps.nodes import engine
+
+    found = 0
+    for node in nodes:
+        api = engine.cached(node).api
+        for container in api.containers(all=True, filters={"label": RAW_LABEL}):
+            api.remove_container(container["Id"], force=True)
+            found += 1
+    return found
+
+
+def raw_run(plans, round_no: int) -> float:
+    """The same containers, created and started in parallel straight through the SDK (names,
+    addresses and data folders of their own; clients already connected). Whatever the round
+    made is removed, also when it fails."""
     raw = raw_plans(plans, round_no)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=len(raw)) as pool:
-        list(pool.map(start_plan, raw))
-    seconds = time.perf_counter() - started
-    for plan in raw:
-        engine.cached(plan.node).api.remove_container(plan.name, force=True)
-    return seconds
+    try:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(raw)) as pool:
+            list(pool.map(start_plan, raw))
+        return time.perf_counter() - started
+    finally:
+        remove_raw(raw)
 
 
 def main() -> None:
@@ -201,9 +270,15 @@ def main() -> None:
 
     admin_db = settings.DATABASES["default"]["NAME"]
     redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + BENCH_REDIS_DB
-    os.environ.update(REDIS_URL=redis, PLATTER_SITE=SITE, PLATTER_DISPATCH_CLUSTER_TASKS="1")
+    os.environ.update(
+        REDIS_URL=redis,
+        PLATTER_SITE=SITE,
+        PLATTER_DISPATCH_CLUSTER_TASKS="1",
+        PLATTER_LAB_ADDRESS_SLOT=ADDRESS_SLOT,
+    )
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
     settings.PLATTER_SITE = SITE
+    settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
     recreate_database(admin_db)
     settings.DATABASES["default"]["NAME"] = BENCH_DB
     django.setup()
@@ -232,7 +307,8 @@ def prepare(worker_log: str) -> None:
     call_command("migrate", verbosity=0)
     if not lab.is_up():
         raise SystemExit("the lab is not running: start it with ./platter lab up")
-    lab.sync_inventory()
+    if remove_leftovers(lab.sync_inventory()):
+        print("# removed raw containers an earlier run left behind", flush=True)
     call_command("load_catalog", verbosity=0)
     app.control.purge()
     deadline = time.monotonic() + 60

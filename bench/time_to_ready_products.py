@@ -6,13 +6,12 @@ Platter made (image, command, environment, cores, memory, disks, hosts) started 
 docker calls in parallel, then the same health steps and the same job run in them directly.
 """
 
-import shutil
 import statistics
 import time
 from pathlib import Path
 
 from django.conf import settings
-from time_to_ready import p95, raw_plans, start_plan, wait_for
+from time_to_ready import p95, raw_plans, remove_raw, start_plan, wait_for
 
 # The first job a user would run, in the master instance.
 FIRST_JOB = {
@@ -58,9 +57,10 @@ def platter_run(user, version, name: str) -> dict:
     return {"ready": ready, "job": job, "plans": plans, "steps": steps, "phases": phases}
 
 
-def raw_run(plans, steps, product: str, round_no: int) -> dict:
-    """The same containers with plain docker calls, then the same health steps and job."""
-    from apps.nodes import engine, parallel
+def raw_run(plans, steps, job: list[str], round_no: int) -> dict:
+    """The same containers with plain docker calls, then the same health steps and `job` in
+    the master; whatever the round made is removed, also when it fails."""
+    from apps.nodes import parallel
 
     copies = raw_plans(plans, round_no)
     by_name = {plan.name: copy for plan, copy in zip(plans, copies, strict=True)}
@@ -82,15 +82,12 @@ def raw_run(plans, steps, product: str, round_no: int) -> dict:
                     raise outcome
             phases.append((step.description[:24], time.perf_counter() - started))
         ready = time.perf_counter() - started
-        master = next(c for c in copies if c.hostname.startswith("master-"))
-        exec_ok(master.node, master.name, FIRST_JOB[product], JOB_TIMEOUT)
-        job = time.perf_counter() - started
+        master = next((c for c in copies if c.hostname.startswith("master-")), copies[0])
+        exec_ok(master.node, master.name, job, JOB_TIMEOUT)
+        done = time.perf_counter() - started
     finally:
-        for copy in copies:
-            engine.cached(copy.node).api.remove_container(copy.name, force=True)
-            for bind in copy.binds:
-                shutil.rmtree(bind.split(":")[0], ignore_errors=True)
-    return {"ready": ready, "job": job, "phases": phases}
+        remove_raw(copies)
+    return {"ready": ready, "job": done, "phases": phases}
 
 
 def phases_of(run: dict) -> str:
@@ -124,7 +121,7 @@ def bench_products(user, products: list[str], repeat: int, out: Path) -> None:
         ours, raw = [], []
         for n in range(repeat):
             ours.append(platter_run(user, version, f"{product}-{n}"))
-            raw.append(raw_run(ours[-1]["plans"], ours[-1]["steps"], product, n))
+            raw.append(raw_run(ours[-1]["plans"], ours[-1]["steps"], FIRST_JOB[product], n))
             print(
                 f"#   {product} round {n}: platter {phases_of(ours[-1])}; raw "
                 + ", ".join(f"{name} {at:.1f}" for name, at in raw[-1]["phases"]),
