@@ -216,9 +216,19 @@ class ClusterEvent(models.Model):
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     level = models.CharField(max_length=8, choices=Level.choices, default=Level.INFO)
     message = models.TextField()
+    # The state the cluster entered, on the events of its transitions (blank on the others):
+    # the cluster's life as a timeline, which usage accounting (apps.usage) reads.
+    state = models.CharField(max_length=16, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["at", "id"]
+        indexes = [
+            models.Index(
+                fields=["cluster", "at"],
+                condition=~models.Q(state=""),
+                name="clusterevent_transitions",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.level}: {self.message}"

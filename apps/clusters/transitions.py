@@ -32,8 +32,8 @@ TRANSITION_CTES = """moved AS (
     WHERE id = %(cluster)s AND state = ANY(%(sources)s::text[])
     RETURNING id
 ), logged AS (
-    INSERT INTO clusters_clusterevent (cluster_id, at, level, message)
-    SELECT id, %(now)s, %(level)s, %(message)s FROM moved
+    INSERT INTO clusters_clusterevent (cluster_id, at, level, message, state)
+    SELECT id, %(now)s, %(level)s, %(message)s, %(to)s FROM moved
     RETURNING cluster_id
 )"""
 
