@@ -28,7 +28,7 @@ from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
-from apps.nodes import NodeError, parallel
+from apps.nodes import NodeError, helpers, parallel
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -100,6 +100,7 @@ def place(cluster: Cluster) -> None:
     networks = set(Network.objects.filter(id__in=held))
     handed_over = _kept_by_others(cluster)
     folder = plans.data_folder(cluster)  # read here: the node threads never touch the database
+    labels = wipe_labels(cluster.id)
     prepared = parallel(
         lambda node: _prepare_node(
             node,
@@ -107,6 +108,7 @@ def place(cluster: Cluster) -> None:
             networks,
             handed_over.get(node.id, []),
             folder,
+            labels,
         ),
         list(on_nodes.values()),
     )
@@ -169,7 +171,12 @@ def _forget_kept(handed_over: dict[int, list]) -> None:
 
 
 def _prepare_node(
-    node: Node, images: set[str], networks: set[Network], stale: list, own_folder: str
+    node: Node,
+    images: set[str],
+    networks: set[Network],
+    stale: list,
+    own_folder: str,
+    labels: dict[str, str],
 ) -> None:
     """The cluster's network (its segment) and its images exist on the node, and disks handed
     over from another cluster hold no data but this cluster's own."""
@@ -190,9 +197,17 @@ def _prepare_node(
             "-c",
             f'for d in /wipe/*/*; do [ "${{d##*/}}" = "{keep}" ] || rm -rf "$d"; done',
         ]
-        code, output = client.run_helper(command, binds, ("DAC_OVERRIDE", "FOWNER"))
+        code, output = client.run_helper(command, binds, ("DAC_OVERRIDE", "FOWNER"), labels=labels)
         if code != 0:
             raise NodeError(node.name, f"wiping handed-over disks failed: {output[-300:]}")
+
+
+def wipe_labels(cluster_id: int) -> dict[str, str]:
+    """A wipe helper's labels: it serves the operation holding the cluster's lock (the
+    reconciler leaves it alone until that operation ends, however long the wipe takes)."""
+    from .operations import LOCK_NAMESPACE  # operations imports this module
+
+    return helpers.serving("wipe", LOCK_NAMESPACE, cluster_id, cluster=cluster_id)
 
 
 def _placement_failure(node: Node | None, error: Exception) -> PlacementFailed:
@@ -333,6 +348,7 @@ def wipe(cluster: Cluster) -> None:
         disk = allocation.disk
         by_node.setdefault(disk.node_id, (disk.node, set()))[1].add(disk.mount_path)
     jobs = [(node, sorted(paths)) for node, paths in by_node.values()]
+    labels = wipe_labels(cluster.id)
 
     def wipe_node(job: tuple[Node, list[str]]) -> None:
         node, paths = job
@@ -340,7 +356,9 @@ def wipe(cluster: Cluster) -> None:
         command = ["sh", "-c", f"rm -rf /wipe/*/{name}"]
         # Product containers may leave files owned by other users: the helper needs to
         # override file permissions, and nothing else.
-        code, output = nodes.client(node).run_helper(command, binds, ("DAC_OVERRIDE", "FOWNER"))
+        code, output = nodes.client(node).run_helper(
+            command, binds, ("DAC_OVERRIDE", "FOWNER"), labels=labels
+        )
         if code != 0:
             raise NodeError(node.name, f"wipe failed: {output.strip()[-300:]}")
 

@@ -22,7 +22,7 @@ from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Inst
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
 from apps.inventory.services import record_health_check
-from apps.nodes import NodeError, parallel
+from apps.nodes import NodeError, helpers, parallel
 
 from . import operations
 
@@ -193,7 +193,9 @@ def _settle(cluster_id: int) -> None:
 
 def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -> None:
     """Remove our containers that no active instance on this node owns, once old enough
-    (a launch in flight creates its containers right after it reserved)."""
+    (a launch in flight creates its containers right after it reserved). A helper container
+    (a wipe, a disk benchmark) is left alone while the operation that started it runs: a
+    wipe of many disks may take longer than any grace period (apps.nodes.helpers)."""
     owners = {
         str(i) for i in Instance.objects.filter(node=node, active=True).values_list("id", flat=True)
     }
@@ -202,7 +204,10 @@ def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -
     for container in found:
         if container["Labels"].get("platter.instance") in owners:
             continue
-        if now - container["Created"] < grace:
+        age = now - container["Created"]
+        if age < grace:
+            continue
+        if helpers.HELPER in container["Labels"] and helpers.in_use(container["Labels"], age):
             continue
         name = container["Names"][0].lstrip("/") if container.get("Names") else container["Id"]
         try:

@@ -19,7 +19,7 @@ from django.db import connection
 from apps import nodes
 from apps.inventory import services
 from apps.inventory.models import Disk, Node
-from apps.nodes import NodeError
+from apps.nodes import NodeError, helpers
 from apps.nodes.specs import throttle_options
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,8 @@ def bench_disk(disk: Disk) -> dict[str, float]:
             image=settings.BENCH_IMAGE,
             entrypoint=["fio"],
             host_options=throttle_options([disk]),
+            # bench_node holds the node's benchmark lock while this runs (minutes).
+            labels=helpers.serving("bench", BENCH_LOCK, node.id, disk=disk.id),
         )
         if code != 0 and engine != "psync" and f"engine {engine} not loadable" in output:
             log.warning("node %s: fio has no %s; using psync", node.name, engine)

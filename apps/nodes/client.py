@@ -282,11 +282,13 @@ class NodeClient:
         image: str = "",
         entrypoint: list[str] | None = None,
         host_options: dict | None = None,
+        labels: dict[str, str] | None = None,
     ) -> tuple[int, str]:
         """Run a short-lived helper container (our own small image unless `image` names
         another, no network, only the given binds) to completion; returns its exit code and
         output. Used for disk discovery, wipes and disk benchmarks (which add blkio throttles:
-        host_options)."""
+        host_options). `labels` name the operation it serves (apps.nodes.helpers.serving), so
+        the reconciler leaves it alone while that operation runs."""
         image = image or settings.NODE_HELPER_IMAGE
         self.ensure_image(image)
         api = self._api
@@ -300,7 +302,7 @@ class NodeClient:
             **(host_options or {}),
         )
         name = f"platter-helper-{uuid.uuid4().hex[:12]}"
-        labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1"}
+        labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1", **(labels or {})}
         container = self._call(
             lambda api: api.create_container(
                 image,

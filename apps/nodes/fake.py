@@ -12,10 +12,12 @@ is about the logic above the nodes (retries, state changes, releases).
 
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import cast
+
+from django.conf import settings
 
 from .client import NodeClient, installed
 from .engine import Endpoint
@@ -43,6 +45,9 @@ class FakeNodes:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
         self.exec_results: dict[str, tuple[int, str]] = {}
+        # Called while a helper container runs (it is listed on its node meanwhile), e.g. a
+        # reconcile pass in the middle of a long wipe.
+        self.during_helper: Callable[[], object] | None = None
         self._ids = itertools.count(1)
         self._installed: AbstractContextManager[None] | None = None
 
@@ -170,7 +175,16 @@ class FakeNodeClient:
         yield self.logs(container, tail)
 
     def run_helper(self, command: list[str], binds: list[str], *args, **options) -> tuple[int, str]:
-        self._enter("run_helper", " ".join(command))
+        on_node = self._enter("run_helper", " ".join(command))
+        name = f"platter-helper-{next(self.nodes._ids)}"
+        labels = {"platter.site": settings.PLATTER_SITE, "platter.helper": "1"}
+        on_node[name] = FakeContainer(
+            name, name, {**labels, **(options.get("labels") or {})}, state="running"
+        )
+        if self.nodes.during_helper is not None:
+            self.nodes.during_helper()
+        if on_node.pop(name, None) is None:  # removed while it ran, as Docker's wait says
+            return 137, ""
         return 0, ""
 
     def images(self) -> list[str]:

@@ -1,0 +1,48 @@
+"""Helper containers (disk probes, wipes, disk benchmarks) and the operation each one serves.
+
+An operation that starts a helper holds a PostgreSQL advisory lock while it runs (a cluster
+operation its cluster's lock, a benchmark its node's), tied to the worker's database session.
+The helper carries that lock's keys in a label, so the reconciler tells a long wipe from a
+leftover by asking the database: it removes a helper only once nobody holds that lock (the
+operation ended, or its worker died). A helper without such a label (a disk probe: seconds) is
+a leftover only once older than the longest run_helper waits for one.
+"""
+
+from django.conf import settings
+from django.db import connection
+
+HELPER = "platter.helper"  # what the helper does: wipe, bench, probe
+LOCK = "platter.lock"  # "namespace:key" of the advisory lock its operation holds
+
+# Advisory lock keys of a given database only: several portals may share a PostgreSQL server.
+HELD_SQL = """SELECT EXISTS (
+    SELECT 1 FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = %s AND objid = %s
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)"""
+
+
+def serving(purpose: str, namespace: int, key: int, **about: object) -> dict[str, str]:
+    """The labels of a helper started by an operation holding the advisory lock
+    (namespace, key); `about` names what it works for (cluster=42, disk=7), for people."""
+    labels = {HELPER: purpose, LOCK: f"{namespace}:{key}"}
+    labels.update({f"platter.{name}": str(value) for name, value in about.items()})
+    return labels
+
+
+def lock_held(namespace: int, key: int) -> bool:
+    """Whether some session holds the advisory lock (namespace, key), without taking it (a
+    try-lock here could make a launch that does not wait think its cluster is busy)."""
+    with connection.cursor() as cursor:
+        cursor.execute(HELD_SQL, [namespace, key])
+        return bool(cursor.fetchone()[0])
+
+
+def in_use(labels: dict[str, str], age: float) -> bool:
+    """Whether the operation that started this helper may still be running."""
+    lock = labels.get(LOCK, "")
+    namespace, _, key = lock.partition(":")
+    if namespace.isdigit() and key.isdigit():
+        return lock_held(int(namespace), int(key))
+    # No operation named: run_helper waits this long for it, then removes it itself.
+    return age < settings.NODE_HELPER_TIMEOUT
