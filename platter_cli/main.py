@@ -235,6 +235,34 @@ def quota(as_json: bool) -> None:
     return emit(body) if as_json else render.out.print(render.quota(body))
 
 
+@app.command()
+@click.option("--from", "start", metavar="YYYY-MM-DD", help="First UTC day (default: the 1st).")
+@click.option("--to", "end", metavar="YYYY-MM-DD", help="Last UTC day, included (default today).")
+@click.option(
+    "--by",
+    "group_by",
+    type=click.Choice(["day", "cluster", "product", "user", "group"]),
+    default="cluster",
+    show_default=True,
+    help="What to add up by.",
+)
+@click.option("--user", help="Staff: one user's usage.")
+@click.option("--group", help="Staff: one quota group's usage.")
+@with_json
+def usage(
+    start: str | None,
+    end: str | None,
+    group_by: str,
+    user: str | None,
+    group: str | None,
+    as_json: bool,
+) -> None:
+    """Core-, memory- and disk-hours your clusters held (stopped ones keep their disks)."""
+    asked = {"from": start, "to": end, "group_by": group_by, "user": user, "group": group}
+    body = connect().get("usage", **{k: v for k, v in asked.items() if v})
+    return emit(body) if as_json else render.out.print(render.usage(body))
+
+
 # --- launching and following ----------------------------------------------------------------
 
 

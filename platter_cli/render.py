@@ -227,6 +227,25 @@ def quota(body: dict) -> Table:
     return table
 
 
+def usage(body: dict) -> Table:
+    table = Table(
+        body["group_by"],
+        "core-h",
+        "memory GB-h",
+        "HDD-h",
+        "SSD-h",
+        box=None,
+        pad_edge=False,
+        title=f"usage {body['from']} to {body['to']} (UTC days)",
+    )
+    for t in [*body["totals"], {"key": "total", **body["total"]}]:
+        table.add_row(t["key"] or "(none)", *(f"{t[f]:.2f}" for f in USAGE_FIGURES))
+    return table
+
+
+USAGE_FIGURES = ("core_h", "mem_gb_h", "hdd_h", "ssd_h")
+
+
 def _span(low: Any, high: Any, default: Any = None) -> str:
     text = f"{low}" if low == high else f"{low}-{high}"
     if low is None and high is None:

@@ -13,6 +13,7 @@ from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
 from .views.keys import SSHKeyViewSet
 from .views.me import QuotaView, TokenViewSet
 from .views.products import ProductViewSet, VersionView
+from .views.usage import UsageCsvView, UsageView
 
 app_name = "api"
 
@@ -34,6 +35,8 @@ docs_csp = csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:
 LONG = "clusters/<str:username>/<str:product>/<str:version>/<int:pk>"
 
 urlpatterns = [
+    path("usage", UsageView.as_view(), name="usage"),
+    path("usage.csv", UsageCsvView.as_view(), name="usage-csv"),
     path("products/<str:product>/<str:version>", VersionView.as_view(), name="version"),
     path("quota", QuotaView.as_view(), name="quota"),
     path(

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, catalog, clusters
+from .views import account, catalog, clusters, usage
 
 app_name = "web"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("clusters/<int:cluster_id>/extend", clusters.cluster_extend, name="extend"),
     path("clusters/<int:cluster_id>/logs", clusters.cluster_logs, name="cluster-logs"),
     path("quota/", account.quota, name="quota"),
+    path("usage/", usage.usage, name="usage"),
     path("capacity/", account.capacity, name="capacity"),
     path("ssh-keys/", account.ssh_keys, name="ssh_keys"),
     path("ssh-keys/<int:key_id>/delete", account.ssh_key_delete, name="ssh_key_delete"),

@@ -296,3 +296,19 @@ def test_wait_ends_with_exit_6_when_it_times_out_and_1_when_the_cluster_fails(lo
     assert json.loads(stdout)["state"] == "failed"
     doomed = Cluster.objects.get(name="doomed")
     assert stderr == f"platter: cluster {doomed.id} is failed, not running: node n1: no luck\n"
+
+
+def test_usage_prints_a_table_by_cluster_and_json_with_the_same_total(logged_in, alice):
+    from apps.usage.tests.test_usage import T0, live, set_times
+
+    cluster = live(alice, cores=2, disks=1)
+    set_times(cluster, dict.fromkeys(["queued", "placing", "configuring", "running"], T0))
+    day = T0.date().isoformat()
+    table = logged_in("usage", "--from", day, "--to", day)
+    assert table.returncode == 0, table
+    assert f"alice/{cluster.name}#{cluster.id}" in table.stdout
+    assert "28.00" in table.stdout  # core-hours: 2 cores from 10:00 to midnight UTC
+    body = logged_in("usage", "--from", day, "--to", day, "--by", "day", "--json").json()
+    assert body["total"]["core_h"] == pytest.approx(28.0)
+    refused = logged_in("usage", "--user", "bob")
+    assert refused.returncode != 0 and "only staff read other users'" in refused.stderr

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "apps.inventory",
     "apps.catalog",
     "apps.clusters",
+    "apps.usage",  # core-, memory- and disk-hours read from the clusters' life (issue 33)
     "apps.health",
 ]
 

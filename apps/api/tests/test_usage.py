@@ -1,0 +1,90 @@
+"""The usage API and its CSV: the same figures, each user their own, staff everyone's."""
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+
+from apps.clusters.models import Cluster
+from apps.usage.tests.test_usage import T0, live, set_times
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_clusters(alice, bob, network):
+    for owner, cores in ((alice, 2), (bob, 3)):
+        cluster = live(owner, cores=cores, disks=1)
+        set_times(cluster, dict.fromkeys(["queued", "placing", "configuring", "running"], T0))
+        # Stopped an hour later: its cores stop counting, its disk does not.
+        Cluster.objects.filter(id=cluster.id).update(state="stopped")
+        cluster.events.create(message="stopped", state="stopped", at=T0)
+        cluster.events.filter(state="stopped").update(at=T0 + timedelta(hours=1))
+
+
+@pytest.fixture
+def network(db):
+    from apps.clusters.tests.factories import make_network
+
+    return make_network()
+
+
+def day(**extra) -> dict:
+    return {"from": T0.date().isoformat(), "to": T0.date().isoformat(), **extra}
+
+
+def test_a_user_reads_their_own_usage_by_cluster(api, two_clusters):
+    answer = api("owner").get("/api/v1/usage", day(group_by="cluster"))
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert [t["key"].split("/")[0] for t in body["totals"]] == ["alice"]
+    assert body["total"]["core_h"] == pytest.approx(2.0)  # 2 cores for one hour
+    assert body["total"]["hdd_h"] == pytest.approx(14.0)  # the disk until midnight UTC
+
+
+def test_another_users_usage_is_refused_and_staff_read_everyones(api, two_clusters):
+    refused = api("owner").get("/api/v1/usage", day(user="bob"))
+    assert refused.status_code == 403
+    assert "only staff read other users'" in refused.json()["message"]
+    everyone = api("admin").get("/api/v1/usage", day(group_by="user")).json()
+    assert [(t["key"], t["core_h"]) for t in everyone["totals"]] == [("alice", 2.0), ("bob", 3.0)]
+    bob = api("admin").get("/api/v1/usage", day(user="bob")).json()
+    assert bob["total"]["core_h"] == pytest.approx(3.0)
+
+
+def test_the_csv_has_fixed_columns_and_its_totals_equal_the_apis(api, two_clusters):
+    answer = api("admin").get("/api/v1/usage.csv", day())
+    assert answer.status_code == 200
+    assert answer["Content-Type"].startswith("text/csv")
+    lines = list(csv.DictReader(io.StringIO(answer.content.decode())))
+    assert list(lines[0]) == [
+        "date",
+        "user",
+        "group",
+        "cluster",
+        "product",
+        "state",
+        "core_h",
+        "mem_gb_h",
+        "hdd_h",
+        "ssd_h",
+    ]
+    total = api("admin").get("/api/v1/usage", day()).json()["total"]
+    for figure in ("core_h", "mem_gb_h", "hdd_h", "ssd_h"):
+        assert sum(float(line[figure]) for line in lines) == pytest.approx(total[figure])
+
+
+@pytest.mark.parametrize(
+    "query, problem",
+    [
+        ({"from": "2026-03-10", "to": "2026-03-09"}, "must not be after 'to'"),
+        ({"from": "2025-01-01", "to": "2026-03-09"}, "a range is at most 366 days"),
+        ({"from": "yesterday"}, "Date has wrong format"),
+        ({"group_by": "colour"}, "is not a valid choice"),
+    ],
+)
+def test_a_bad_range_or_grouping_gets_a_400_naming_it(api, query, problem):
+    answer = api("owner").get("/api/v1/usage", query)
+    assert answer.status_code == 400
+    assert problem in answer.content.decode()

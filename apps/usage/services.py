@@ -1,0 +1,175 @@
+"""Usage accounting: what each cluster held, per UTC day, read from the life cycle itself (its
+transition events and its disk allocations), never sampled.
+
+- cores and memory: each instance's, over the spans the cluster's containers existed
+  (timeline.COMPUTE_STATES), so a stop, a start and a failure split them exactly;
+- disks: each DiskAllocation from its reservation to its release, by the disk's kind, stopped
+  time included. NVMe disks count as SSD hours (the CSV has HDD and SSD columns).
+
+A row is one cluster on one day; everything else (per user, group, product, day) adds rows up.
+Figures run up to ``now`` for clusters still running."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from apps.accounts.models import Quota
+from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
+
+from .timeline import Span, by_day, compute_spans, day_window, intersect
+
+FIGURES = ("core_h", "mem_gb_h", "hdd_h", "ssd_h")
+CSV_COLUMNS = ("date", "user", "group", "cluster", "product", "state", *FIGURES)
+GROUPINGS = ("day", "cluster", "product", "user", "group")
+
+
+@dataclass
+class Row:
+    date: date
+    user: str
+    group: str
+    cluster_id: int
+    cluster: str
+    product: str
+    state: str
+    core_h: float = 0.0
+    mem_gb_h: float = 0.0
+    hdd_h: float = 0.0
+    ssd_h: float = 0.0
+
+    def add(self, figure: str, hours: float) -> None:
+        setattr(self, figure, getattr(self, figure) + hours)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "date": self.date.isoformat()}
+
+
+@dataclass
+class Total:
+    key: str
+    core_h: float = 0.0
+    mem_gb_h: float = 0.0
+    hdd_h: float = 0.0
+    ssd_h: float = 0.0
+    clusters: set[int] = field(default_factory=set)
+
+    def as_dict(self) -> dict:
+        figures = {f: round(getattr(self, f), 6) for f in FIGURES}
+        return {"key": self.key, **figures, "clusters": len(self.clusters)}
+
+
+def quota_groups(user_ids: Iterable[int]) -> dict[int, str]:
+    """Each user's quota group: the first (by quota id) of their groups that has a quota."""
+    found: dict[int, str] = {}
+    quotas = Quota.objects.filter(group__user__in=list(user_ids)).order_by("id")
+    for user_id, name in quotas.values_list("group__user", "group__name"):
+        found.setdefault(user_id, name)
+    return found
+
+
+def usage_rows(clusters: QuerySet[Cluster], first: date, last: date, now: datetime | None = None):
+    """One Row per cluster and UTC day in [first, last] (both included) with anything held."""
+    window = day_window(first, last)
+    now = now or timezone.now()
+    if now < window.end:
+        window = Span(window.start, max(window.start, now))
+    chosen = list(
+        clusters.filter(created__lt=window.end)
+        .filter(Q(destroyed_at__isnull=True) | Q(destroyed_at__gte=window.start))
+        .select_related("owner", "version__product")
+    )
+    ids = [c.id for c in chosen]
+    timelines: dict[int, list[tuple[datetime, str]]] = defaultdict(list)
+    events = ClusterEvent.objects.filter(cluster_id__in=ids).exclude(state="").order_by("at", "id")
+    for cluster_id, at, state in events.values_list("cluster_id", "at", "state"):
+        timelines[cluster_id].append((at, state))
+    shapes: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for cluster_id, cores, memory in Instance.objects.filter(cluster_id__in=ids).values_list(
+        "cluster_id", "cores", "memory_mb"
+    ):
+        shapes[cluster_id].append((cores, memory))
+    disks: dict[int, list[tuple[Span, str]]] = defaultdict(list)
+    allocations = DiskAllocation.objects.filter(instance__cluster_id__in=ids).filter(
+        Q(released__isnull=True) | Q(released__gte=window.start), created__lt=window.end
+    )
+    for cluster_id, created, released, kind in allocations.values_list(
+        "instance__cluster_id", "created", "released", "disk__kind"
+    ):
+        disks[cluster_id].append((Span(created, released or now), kind))
+
+    groups = quota_groups({c.owner_id for c in chosen})
+    rows: dict[tuple[int, date], Row] = {}
+
+    def row(cluster: Cluster, day: date) -> Row:
+        key = (cluster.id, day)
+        if key not in rows:
+            rows[key] = Row(
+                day,
+                cluster.owner.get_username(),
+                groups.get(cluster.owner_id, ""),
+                cluster.id,
+                cluster.name,
+                cluster.version.product.name,
+                cluster.state,
+            )
+        return rows[key]
+
+    for cluster in chosen:
+        cores = sum(c for c, _ in shapes[cluster.id])
+        memory_gb = sum(m for _, m in shapes[cluster.id]) / 1024
+        for span in intersect(compute_spans(timelines[cluster.id], now), window):
+            for day, seconds in by_day(span):
+                row(cluster, day).add("core_h", cores * seconds / 3600)
+                row(cluster, day).add("mem_gb_h", memory_gb * seconds / 3600)
+        for held, kind in disks[cluster.id]:
+            figure = "hdd_h" if kind == "hdd" else "ssd_h"
+            for span in intersect([held], window):
+                for day, seconds in by_day(span):
+                    row(cluster, day).add(figure, seconds / 3600)
+    return sorted(rows.values(), key=lambda r: (r.date, r.user, r.cluster_id))
+
+
+def totals(rows: Iterable[Row], group_by: str) -> list[Total]:
+    """Rows added up by day, cluster, product, user or group (in key order)."""
+    if group_by not in GROUPINGS:
+        raise ValueError(f"group_by must be one of {', '.join(GROUPINGS)}, got {group_by!r}")
+    sums: dict[str, Total] = {}
+    for r in rows:
+        key = {
+            "day": r.date.isoformat(),
+            "cluster": f"{r.user}/{r.cluster}#{r.cluster_id}",
+            "product": r.product,
+            "user": r.user,
+            "group": r.group,
+        }[group_by]
+        total = sums.setdefault(key, Total(key))
+        for figure in FIGURES:
+            setattr(total, figure, getattr(total, figure) + getattr(r, figure))
+        total.clusters.add(r.cluster_id)
+    return [sums[k] for k in sorted(sums)]
+
+
+def grand_total(rows: Iterable[Row]) -> dict[str, float]:
+    rows = list(rows)
+    return {f: round(sum(getattr(r, f) for r in rows), 6) for f in FIGURES}
+
+
+def visible_clusters(user, *, everyone: bool = False, username: str = "", group: str = ""):
+    """The clusters whose usage ``user`` may read: their own; staff everyone's (``everyone``),
+    narrowed to one user or quota group when asked."""
+    clusters = Cluster.objects.all()
+    if not (user.is_staff and everyone):
+        clusters = clusters.filter(owner=user)
+    if username:
+        clusters = clusters.filter(owner__username=username)
+    if group:
+        members = get_user_model().objects.filter(groups__name=group)
+        clusters = clusters.filter(owner__in=members)
+    return clusters
