@@ -26,6 +26,7 @@ from apps.clusters.services import (
     ReuseError,
     TransitionError,
 )
+from portal.streams import TooManyStreams
 
 
 class ApiError(exceptions.APIException):
@@ -77,6 +78,8 @@ def translate(exc: Exception) -> Exception:
         return ApiError(400, "name_taken", str(exc), fields={"name": str(exc)})
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
+    if isinstance(exc, TooManyStreams):
+        return ApiError(429, "too_many_streams", str(exc), limit=exc.limit)
     return exc
 
 

@@ -37,12 +37,12 @@ def credential_environment(cluster: Cluster, instance: Instance) -> dict[str, st
 
 
 def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
-    """PLATTER_WEB_UI_ROOT: where the portal serves this cluster's UIs (a path, or a URL on
-    PROXY_ORIGIN); a UI at <root>/<hostname>/<port>/ can write its links under it (Spark's
-    reverse proxy URL)."""
-    from apps.proxy.services import cluster_root_url
+    """PLATTER_WEB_UI_ROOT: the path the portal serves this cluster's UIs under (the same on
+    the portal and on the cluster's UI host); a UI at <root>/<hostname>/<port>/ can write its
+    links under it (Spark's reverse proxy URL)."""
+    from apps.proxy.services import cluster_root_path
 
-    return {"PLATTER_WEB_UI_ROOT": cluster_root_url(cluster.id)}
+    return {"PLATTER_WEB_UI_ROOT": cluster_root_path(cluster.id)}
 
 
 SSH_KEYS_VARIABLE = "PLATTER_SSH_AUTHORIZED_KEYS"
@@ -88,7 +88,8 @@ def ssh_login(cluster: Cluster) -> dict | None:
 
 
 def web_uis(cluster: Cluster) -> list[dict]:
-    """[{"name", "hostname", "port", "url"}]: the portal paths of the cluster's web UIs."""
+    """[{"name", "hostname", "port", "url"}]: the portal paths of the cluster's web UIs; each
+    sends the browser, after the portal's access check, to the cluster's own UI origin."""
     from apps.proxy import services
 
     return services.web_uis(cluster)

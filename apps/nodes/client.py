@@ -12,7 +12,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, TypeVar
@@ -22,7 +22,7 @@ from django.conf import settings
 from docker.errors import DockerException
 from docker.types import LogConfig
 
-from . import engine
+from . import engine, logstream
 from .engine import Endpoint
 from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused
 from .specs import LOG_DRIVER, LOG_OPTIONS, ContainerSpec
@@ -272,6 +272,24 @@ class NodeClient:
             timer.cancel()
             _cut(stream)
             client.close()
+
+    def follow_logs_async(
+        self,
+        container: str,
+        tail: int,
+        seconds: float,
+        *,
+        since: float | None = None,
+        timestamps: bool = False,
+    ) -> AsyncIterator[str]:
+        """follow_logs() on the event loop (apps.nodes.logstream): the web process's log
+        follows wait there instead of each holding a thread."""
+        if logstream.can_follow_async(self.node):
+            return logstream.follow(
+                self.node, container, tail, seconds, since=since, timestamps=timestamps
+            )
+        stream = self.follow_logs(container, tail, seconds, since=since, timestamps=timestamps)
+        return logstream.in_thread(stream)
 
     def run_helper(
         self,

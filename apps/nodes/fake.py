@@ -19,6 +19,7 @@ from typing import cast
 
 from django.conf import settings
 
+from . import logstream
 from .client import NodeClient, installed
 from .engine import Endpoint
 from .errors import NodeError, NodeMissing, NodeUnreachable
@@ -173,6 +174,9 @@ class FakeNodeClient:
 
     def follow_logs(self, container: str, tail: int, seconds: float, **options) -> Iterator[str]:
         yield self.logs(container, tail)
+
+    def follow_logs_async(self, container: str, tail: int, seconds: float, **options):
+        return logstream.in_thread(self.follow_logs(container, tail, seconds, **options))
 
     def run_helper(self, command: list[str], binds: list[str], *args, **options) -> tuple[int, str]:
         on_node = self._enter("run_helper", " ".join(command))

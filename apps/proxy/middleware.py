@@ -1,22 +1,23 @@
-"""With PROXY_ORIGIN set, web UIs and the portal never share an origin: the UI host serves
-only proxy paths, and the portal's own host serves none."""
+"""Requests for a UI host (cN.<UI_DOMAIN>) go to the proxy's own URLconf and nothing else: no
+portal page, API, admin or static file is ever served on a tenant's origin."""
 
-import re
-from urllib.parse import urlsplit
+from collections.abc import Callable
 
-from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
+from django.http import HttpRequest, HttpResponseBase, HttpResponseNotFound
 
-PROXY_PATH = re.compile(r"^/clusters/\d+/ui/")
+from . import origins
+
+HOST_URLCONF = "apps.proxy.host_urls"
 
 
-class SeparateOriginMiddleware:
-    def __init__(self, get_response) -> None:
+class UIHostMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if settings.PROXY_ORIGIN:
-            on_ui_host = request.get_host() == urlsplit(settings.PROXY_ORIGIN).netloc
-            if on_ui_host != bool(PROXY_PATH.match(request.path_info)):
-                return HttpResponseNotFound("Not found")
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        host = origins.host_of(request)  # DisallowedHost (400) for a host ALLOWED_HOSTS lacks
+        if origins.is_ui_host(host):
+            if origins.cluster_of_host(host) is None:
+                return HttpResponseNotFound("Not found", content_type="text/plain")
+            request.urlconf = HOST_URLCONF
         return self.get_response(request)

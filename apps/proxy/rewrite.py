@@ -4,7 +4,7 @@ already write links under it; those are left as they are."""
 
 import re
 from collections.abc import Iterable, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 # Enough bytes held back between chunks for any match and its look-ahead to be complete.
 HOLD_BACK = 512
@@ -59,24 +59,51 @@ class LinkRewriter:
             yield out
 
 
-def rewrite_location(
-    value: str, prefix: str, cluster_root: str, members: dict[str, str], own_origin: str = ""
-) -> str | None:
-    """The Location an upstream redirect should have through the proxy, or None when it
-    points outside the cluster (the proxy never sends a browser to a private address).
+# Characters browsers drop or read as "/" in a URL: a Location holding any of them could
+# leave the origin in a way urlsplit() does not see ("\\evil.example/x", "/\t/evil").
+UNSAFE_IN_LOCATION = re.compile(r"[\x00-\x20\x7f\\]")
 
-    members maps every member's hostname and address to its hostname; prefix is this UI's
-    proxy path, cluster_root the cluster's (both without a trailing slash); own_origin the
-    origin UIs are served on when it is not the portal's (PROXY_ORIGIN)."""
-    if own_origin and value.startswith(f"{own_origin}{cluster_root}/"):
-        return value
+
+def rewrite_location(
+    value: str, prefix: str, cluster_root: str, members: dict[str, str], origin: str, current: str
+) -> str | None:
+    """The Location an upstream redirect should have through the proxy: an absolute URL on
+    origin (the cluster's UI origin) under cluster_root, or None when it would lead anywhere
+    else (another host, a private address that is no member, another scheme, a path outside
+    the cluster's root).
+
+    members maps every member's hostname and address (lower case) to its hostname; prefix is
+    this UI's path and cluster_root the cluster's (both without a trailing slash); current is
+    the path of the request that was redirected, which a relative Location is taken against."""
+    if not value or UNSAFE_IN_LOCATION.search(value):
+        return None
     url = urlsplit(value)
-    if not url.scheme and not url.netloc:
-        if value.startswith("/") and not value.startswith(cluster_root + "/"):
-            return prefix + value
-        return value  # relative, or already a proxy path
+    if url.scheme or url.netloc:
+        path = _member_path(url, cluster_root, members, origin)
+        if path is None:
+            return None
+    elif value.startswith("/") and not value.startswith(cluster_root + "/"):
+        path = prefix + value  # the UI's own absolute path
+    else:
+        path = value  # relative, or already a proxy path
+    # Dot segments resolved, so "/../../x" cannot climb out of the cluster's root.
+    resolved = urljoin(current, path)
+    if not resolved.startswith(cluster_root + "/"):
+        return None
+    return origin + resolved
+
+
+def _member_path(
+    url: SplitResult, cluster_root: str, members: dict[str, str], origin: str
+) -> str | None:
+    """The proxy path of an absolute Location naming a member (or this origin), else None."""
     if url.scheme not in ("http", "https", ""):
         return None
+    rest = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    rest += f"#{url.fragment}" if url.fragment else ""
+    here = urlsplit(origin)
+    if url.netloc.lower() == here.netloc.lower() and url.scheme in ("", here.scheme):
+        return rest if rest.startswith(cluster_root + "/") else None
     hostname = members.get((url.hostname or "").lower())
     if hostname is None:
         return None
@@ -84,5 +111,4 @@ def rewrite_location(
         port = url.port or (443 if url.scheme == "https" else 80)
     except ValueError:
         return None
-    rest = (url.path or "/") + (f"?{url.query}" if url.query else "")
     return f"{cluster_root}/{hostname}/{port}{rest}"

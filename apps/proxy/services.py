@@ -6,7 +6,7 @@ unknown, so the view answers 404 exactly as for a cluster the user may not see.
 """
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -16,6 +16,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from apps.clusters.models import Cluster, Instance
 
+from . import headers, origins
 from .rewrite import LinkRewriter, link_pattern, rewrite_location
 
 log = logging.getLogger(__name__)
@@ -37,66 +38,8 @@ FORWARDED_REQUEST_HEADERS = {
     "user-agent",
     "x-requested-with",
 }
-# Response headers never passed back: hop-by-hop ones (RFC 9110 7.6.1), cookies the UI would
-# set on the portal's origin, and policies the portal sets itself.
-DROPPED_RESPONSE_HEADERS = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "set-cookie",
-    "set-cookie2",
-    "content-security-policy",
-    "content-security-policy-report-only",
-    "strict-transport-security",
-    "x-frame-options",
-    "cache-control",
-    "location",
-}
 REWRITTEN_TYPES = ("text/html", "text/css", "application/xhtml+xml")
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
-
-# The products' pages use inline scripts and styles (Spark sets its UI root in one) and eval
-# (jQuery plugins): allowed, but everything they load, fetch, post or frame stays on this
-# origin, so a proxied page cannot pull code from or send data to anywhere else.
-PROXIED_POLICY = {
-    "default-src": "'self'",
-    "script-src": "'self' 'unsafe-inline' 'unsafe-eval'",
-    "style-src": "'self' 'unsafe-inline'",
-    "img-src": "'self' data: blob:",
-    "font-src": "'self' data:",
-    "connect-src": "'self'",
-    "worker-src": "'self' blob:",
-    "object-src": "'none'",
-    "base-uri": "'self'",
-    "form-action": "'self'",
-    "frame-ancestors": "'self'",
-}
-# PROXY_SANDBOX: an opaque origin for the page's scripts (see the setting).
-SANDBOX = "sandbox allow-scripts allow-forms allow-popups allow-downloads"
-
-
-def proxied_policy(upstream: Sequence[str] = ()) -> str:
-    """The Content-Security-Policy of a proxied response: ours, plus the UI's own (Spark 4
-    sends a strict one with nonces) as a second policy, which browsers enforce as well; its
-    report-uri/report-to go, so violation reports never leave for an address of its choice."""
-    policy = "; ".join(f"{name} {value}" for name, value in PROXIED_POLICY.items())
-    policies = [f"{policy}; {SANDBOX}" if settings.PROXY_SANDBOX else policy]
-    for value in upstream:
-        for one in value.split(","):
-            kept = [
-                d.strip()
-                for d in one.split(";")
-                if d.strip() and d.split()[0].lower() not in ("report-uri", "report-to")
-            ]
-            if kept:
-                policies.append("; ".join(kept))
-    return ", ".join(policies)
 
 
 class UpstreamError(Exception):
@@ -123,11 +66,6 @@ def cluster_root_path(cluster_id: int) -> str:
     return f"/clusters/{cluster_id}/ui"
 
 
-def cluster_root_url(cluster_id: int) -> str:
-    """Where a cluster's UIs live: a path on the portal, or a URL on PROXY_ORIGIN."""
-    return settings.PROXY_ORIGIN + cluster_root_path(cluster_id)
-
-
 def ui_ports(cluster: Cluster) -> list[dict]:
     """The version's ports declared as web UIs."""
     return [p for p in cluster.definition.ports or [] if p.get("ui") is True]
@@ -142,11 +80,13 @@ def live_instances(cluster: Cluster) -> list[Instance]:
 
 
 def web_uis(cluster: Cluster) -> list[dict]:
-    """[{"name", "hostname", "port", "url"}] of every UI of the cluster's placed members."""
+    """[{"name", "hostname", "port", "url"}] of every UI of the cluster's placed members. The
+    url is the UI's path on the portal, which checks access and sends the browser on to the
+    cluster's own UI origin (views.portal_web_ui)."""
     ports = ui_ports(cluster)
     if not ports:
         return []
-    root = cluster_root_url(cluster.id)
+    root = cluster_root_path(cluster.id)
     return [
         {
             "name": port["name"],
@@ -190,8 +130,11 @@ def request_headers(request: HttpRequest) -> dict[str, str]:
     return headers
 
 
-def forward(request: HttpRequest, target: Target, path: str) -> StreamingHttpResponse:
-    """Send the request to the UI and stream its answer back, rewritten for the proxy."""
+def forward(
+    request: HttpRequest, target: Target, path: str, *, sandbox: bool = False
+) -> StreamingHttpResponse:
+    """Send the request to the UI and stream its answer back, rewritten for the proxy
+    (sandbox: the answer is served on the portal's own origin)."""
     timeout = httpx.Timeout(
         settings.PROXY_READ_TIMEOUT, connect=settings.PROXY_CONNECT_TIMEOUT, pool=5
     )
@@ -215,7 +158,7 @@ def forward(request: HttpRequest, target: Target, path: str) -> StreamingHttpRes
         client.close()
         raise UpstreamError(f"{where} is not answering: {type(error).__name__}") from None
     try:
-        return _response(upstream, client, target)
+        return _response(upstream, client, target, request, sandbox)
     except Exception:
         upstream.close()
         client.close()
@@ -223,7 +166,11 @@ def forward(request: HttpRequest, target: Target, path: str) -> StreamingHttpRes
 
 
 def _response(
-    upstream: httpx.Response, client: httpx.Client, target: Target
+    upstream: httpx.Response,
+    client: httpx.Client,
+    target: Target,
+    request: HttpRequest,
+    sandbox: bool,
 ) -> StreamingHttpResponse:
     location = None
     if "location" in upstream.headers:
@@ -232,7 +179,8 @@ def _response(
             target.prefix,
             cluster_root_path(target.cluster_id),
             target.members,
-            settings.PROXY_ORIGIN,
+            origins.request_origin(request),
+            request.path,
         )
         if location is None:
             raise UpstreamError(
@@ -250,23 +198,10 @@ def _response(
     response = StreamingHttpResponse(
         _closing(chunks, upstream, client, target), status=upstream.status_code
     )
-    named = {token.strip().lower() for token in upstream.headers.get("connection", "").split(",")}
-    for name, value in upstream.headers.multi_items():
-        lower = name.lower()
-        if lower in DROPPED_RESPONSE_HEADERS or lower in named:
-            continue
-        if lower.startswith("access-control-"):
-            continue  # CORS grants for other origins on the portal's: none
-        if rewriting and lower in ("content-length", "content-encoding"):
-            continue  # the body changes length, and iter_bytes() has decoded it
-        response[name] = value
-    if location is not None:
-        response["Location"] = location
-    response["Content-Security-Policy"] = proxied_policy(
-        upstream.headers.get_list("content-security-policy")
-    )
-    # Pages of one user's cluster: no shared cache keeps them.
-    response["Cache-Control"] = "private, no-cache"
+    for name, value in headers.response_headers(
+        upstream.headers.multi_items(), rewriting=rewriting, sandbox=sandbox, location=location
+    ):
+        response.headers[name] = value
     return response
 
 

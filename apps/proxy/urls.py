@@ -7,6 +7,6 @@ app_name = "proxy"
 UI = "clusters/<int:cluster_id>/ui/<str:hostname>/<int:port>/"
 
 urlpatterns = [
-    path(UI, views.web_ui, name="ui"),
-    path(UI + "<path:path>", views.web_ui, name="ui-path"),
+    path(UI, views.portal_web_ui, name="ui"),
+    path(UI + "<path:path>", views.portal_web_ui, name="ui-path"),
 ]

@@ -1,44 +1,151 @@
-"""The proxy's one view: a cluster member's web UI, for the cluster's owner and staff."""
+"""The proxy's views: a cluster member's web UI, for the cluster's owner and staff.
 
-from urllib.parse import urlsplit
+On the portal's host, portal_web_ui checks access with the portal's session and sends the
+browser to the cluster's own UI host with a one-time ticket (or, only where the site allows
+it, serves the UI right there, sandboxed). On a UI host (host_urls), redeem_ticket turns the
+ticket into that host's cookie and ui_host_web_ui serves the UI to the cookie's user.
+"""
 
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponseBase, HttpResponseForbidden
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 
 from apps.api.permissions import visible_clusters
+from apps.clusters.models import Cluster
 
-from . import services
-
-SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+from . import origins, services, tickets
 
 
-# The products' own forms (Spark's "kill" buttons) carry no portal CSRF token, so Django's
-# check cannot apply; a write must come from a page on this origin instead (Origin, or
-# Referer for browsers that send no Origin), and the session cookie is SameSite=Lax besides.
-@csrf_exempt
-def web_ui(
+def portal_web_ui(
     request: HttpRequest, cluster_id: int, hostname: str, port: int, path: str = ""
 ) -> HttpResponseBase:
     if not request.user.is_authenticated:
         return redirect_to_login(request.build_absolute_uri())
-    cluster = get_object_or_404(
-        visible_clusters(request.user).select_related("version"), id=cluster_id
+    cluster, target = _find(request.user, cluster_id, hostname, port)
+    if origins.ui_domain():
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
+        # Only a navigation gets a ticket: a script's fetch would only carry it elsewhere.
+        if request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate":
+            return _message(request, "Open web UIs from a link, not from a script.", 403)
+        return HttpResponseRedirect(_ticket_url(request, cluster.id))
+    if settings.PROXY_ON_PORTAL_ORIGIN:
+        # Sandboxed pages post with "Origin: null" and no portal CSRF token: read-only.
+        if request.method not in origins.SAFE_METHODS and not origins.same_origin(request):
+            return _message(request, "Writes to a web UI must come from its own pages.", 403)
+        return _serve(request, cluster, target, path, sandbox=True)
+    return _message(
+        request,
+        "This site serves no web UIs: its administrator has not set PLATTER_UI_DOMAIN.",
+        404,
     )
+
+
+def _ticket_url(request: HttpRequest, cluster_id: int) -> str:
+    host = origins.ui_host(cluster_id)
+    ticket = tickets.mint_ticket(
+        request.user,  # type: ignore[arg-type]  # signed in: checked by the caller
+        cluster_id,
+        host,
+        request.get_full_path(),
+        origins.request_origin(request),
+    )
+    return f"{origins.ui_origin(request, cluster_id)}{tickets.TICKET_PATH}?t={quote(ticket)}"
+
+
+@require_safe
+def redeem_ticket(request: HttpRequest) -> HttpResponseBase:
+    host = origins.host_of(request)
+    cluster_id = origins.cluster_of_host(host)
+    ticket = user = None
+    if cluster_id is not None:
+        ticket = tickets.redeem_ticket(request.GET.get("t", ""), host, cluster_id)
+    if ticket is not None:
+        user = get_user_model().objects.filter(pk=ticket.user_id, is_active=True).first()
+    if ticket is None or user is None:
+        return _message(
+            request,
+            "This link to a web UI has expired or was used already: "
+            "open the UI again from its cluster page.",
+            404,
+        )
+    response = HttpResponseRedirect(ticket.next_path)  # a path on this same host
+    tickets.set_cookie(
+        response, tickets.cookie_value(user, ticket.cluster_id, host, ticket.portal_origin)
+    )
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"  # the ticket stays out of the next Referer
+    return response
+
+
+# The products' own forms (Spark's "kill" links, the YARN UI) carry no portal CSRF token and
+# need none: a UI host's requests carry only that cluster's cookie, so the portal cannot be
+# reached through them, and a write must come from a page of this same origin (not a
+# sibling cluster's, which is the same *site*: SameSite alone would let it through).
+@csrf_exempt
+def ui_host_web_ui(
+    request: HttpRequest, cluster_id: int, hostname: str, port: int, path: str = ""
+) -> HttpResponseBase:
+    host = origins.host_of(request)
+    if origins.cluster_of_host(host) != cluster_id:
+        raise Http404("another cluster's UI")
+    if origins.from_another_site_script(request):
+        return _message(request, "Another site's page may not use this web UI.", 403)
+    if request.headers.get("Service-Worker") == "script":
+        return _message(request, "Web UIs may not install service workers.", 403)
+    grant = tickets.grant_of(request, host, cluster_id)
+    if grant is None:
+        portal = tickets.portal_of(request, host, cluster_id) or settings.PORTAL_URL
+        if request.method in ("GET", "HEAD") and portal:
+            # Back to the portal for a new ticket (it checks the session again).
+            return HttpResponseRedirect(portal.rstrip("/") + request.get_full_path())
+        return _message(request, "Open this web UI from its cluster page on the portal.", 403)
+    cluster, target = _find(grant.user, cluster_id, hostname, port)
+    if request.method not in origins.SAFE_METHODS and not origins.same_origin(request):
+        return _message(request, "Writes to a web UI must come from its own pages.", 403)
+    return _serve(request, cluster, target, path, sandbox=False, portal=grant.portal_origin)
+
+
+def _find(user, cluster_id: int, hostname: str, port: int) -> tuple[Cluster, services.Target]:
+    """The cluster (if the user may see it) and its UI, or 404."""
+    cluster = get_object_or_404(visible_clusters(user).select_related("version"), id=cluster_id)
     target = services.find_target(cluster, hostname, port)
     if target is None:
         raise Http404("no such web UI")
-    if request.method not in SAFE_METHODS and not _same_origin(request):
-        return HttpResponseForbidden("writes through the proxy must come from its own pages")
+    return cluster, target
+
+
+def _serve(
+    request: HttpRequest,
+    cluster: Cluster,
+    target: services.Target,
+    path: str,
+    *,
+    sandbox: bool,
+    portal: str = "",
+) -> HttpResponseBase:
     try:
-        return services.forward(request, target, path)
+        return services.forward(request, target, path, sandbox=sandbox)
     except services.UpstreamError as error:
-        context = {"cluster": cluster, "target": target, "reason": str(error)}
+        page = portal + reverse("web:cluster", args=[cluster.id], urlconf=settings.ROOT_URLCONF)
+        context = {"cluster": cluster, "target": target, "reason": str(error), "page": page}
         return render(request, "proxy/unreachable.html", context, status=502)
 
 
-def _same_origin(request: HttpRequest) -> bool:
-    source = request.headers.get("Origin") or request.headers.get("Referer") or ""
-    parts = urlsplit(source)
-    return f"{parts.scheme}://{parts.netloc}" == f"{request.scheme}://{request.get_host()}"
+def _message(request: HttpRequest, text: str, status: int) -> HttpResponse:
+    """A one-line page that needs nothing of the portal's (it may be on a UI host)."""
+    return render(request, "proxy/message.html", {"text": text}, status=status)

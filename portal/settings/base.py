@@ -488,3 +488,15 @@ OIDC_USERNAME_CLAIM = ""
 OIDC_GROUPS_CLAIM = ""
 OIDC_GROUP_MAPPING: dict[str, Any] = {}
 globals().update(_directory)
+
+# ---------------------------------------------------------------- streams (issue 29, item 2)
+# Log follows and proxied web UI responses stream on the web process's event loop (ASGI,
+# deploy/gunicorn.conf.py), never holding a thread; portal/streams.py counts them per user in
+# Redis across processes. Over STREAMS_PER_USER the answer is 429 naming the limit. Every
+# stream ends by its deadline: a follow after STREAM_FOLLOW_SECONDS, a proxied response after
+# PROXY_DEADLINE_SECONDS (a UI that drips a byte now and then is cut there).
+STREAMS_PER_USER = envint("PLATTER_STREAMS_PER_USER", 20)
+STREAM_FOLLOW_SECONDS = envint("PLATTER_STREAM_FOLLOW_SECONDS", 300)
+PROXY_DEADLINE_SECONDS = envint("PLATTER_PROXY_DEADLINE_SECONDS", 60)
+# A slot a stream keeps pushing on; a dead process's slots free themselves after this long.
+STREAM_SLOT_TTL = 60

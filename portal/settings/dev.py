@@ -37,6 +37,11 @@ LAB_DISK_BPS_MB = envint("PLATTER_LAB_DISK_BPS_MB", 0)
 SECRET_KEY = envstr("SECRET_KEY", "dev-only-insecure-key-do-not-use-in-production")
 DEBUG = envbool("DEBUG", True)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+# Web UIs on c<N>.ui.localhost at the portal's port (Chromium and Firefox resolve every
+# *.localhost name to loopback): an origin per cluster, as production's wildcard domain.
+UI_DOMAIN = envstr("PLATTER_UI_DOMAIN", "ui.localhost").strip(".").lower()
+if UI_DOMAIN:
+    ALLOWED_HOSTS = [*ALLOWED_HOSTS, f".{UI_DOMAIN}"]
 
 # The lab has no registry: helper containers use the lab's own busybox image.
 NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", LAB_IMAGE)

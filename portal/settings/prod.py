@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from portal.env import envbool, envint
 
 from .base import *  # noqa: F403
-from .base import ALLOWED_HOSTS, SECRET_KEY
+from .base import ALLOWED_HOSTS, SECRET_KEY, UI_DOMAIN
 
 # Keys that must never sign production sessions: dev.py's and Django's startproject ones.
 _PUBLIC_KEY_MARKERS = ("dev-only", "insecure")
@@ -22,6 +22,9 @@ if any(marker in SECRET_KEY for marker in _PUBLIC_KEY_MARKERS):
     raise ImproperlyConfigured("SECRET_KEY is a development key; generate a secret one")
 if not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must name the host names the portal answers on")
+# The clusters' web UI hosts (c<N>.<PLATTER_UI_DOMAIN>), each an origin of its own.
+if UI_DOMAIN:
+    ALLOWED_HOSTS = [*ALLOWED_HOSTS, f".{UI_DOMAIN}"]
 # Refused rather than ignored, so a deployment that asks for it finds out at once.
 if envbool("DEBUG", False):
     raise ImproperlyConfigured("DEBUG is never on in production: unset DEBUG")

@@ -36,15 +36,15 @@ def test_web_uis_lists_every_declared_ui_of_the_placed_members(alice):
     assert access.web_uis(cluster) == []
 
 
-def test_web_uis_and_the_container_point_at_the_ui_origin_when_there_is_one(alice, settings):
-    settings.PROXY_ORIGIN = "https://ui.example.org"
+def test_links_go_through_the_portal_whatever_the_ui_domain(alice, settings):
+    # The portal path checks access and sends the browser on to the cluster's UI host; the
+    # path is the same there, so containers are told a path, not a host.
+    settings.UI_DOMAIN = "ui.example.org"
     cluster = cluster_on(alice, 8080, 4040)
-    assert access.web_uis(cluster)[0]["url"] == (
-        f"https://ui.example.org/clusters/{cluster.id}/ui/master-0/8080/"
-    )
+    assert access.web_uis(cluster)[0]["url"] == f"/clusters/{cluster.id}/ui/master-0/8080/"
     master = cluster.instances.get(role="master")
     assert access.web_ui_environment(cluster, master) == {
-        "PLATTER_WEB_UI_ROOT": f"https://ui.example.org/clusters/{cluster.id}/ui"
+        "PLATTER_WEB_UI_ROOT": f"/clusters/{cluster.id}/ui"
     }
 
 

@@ -46,34 +46,57 @@ def test_it_streams_a_long_page_instead_of_holding_it():
     assert len(first) > 4000
 
 
+ORIGIN = "http://c5.ui.localhost:8000"
+CURRENT = f"{PREFIX}/jobs/job/"
+MEMBERS = {
+    "10.213.0.5": "master-0",
+    "master-0": "master-0",
+    "10.213.0.6": "worker-0",
+    "worker-0": "worker-0",
+}
+
+
 @pytest.mark.parametrize(
     ("location", "expected"),
     [
         ("/target?x=1", f"{PREFIX}/target?x=1"),
-        ("target", "target"),
+        ("target", f"{PREFIX}/jobs/job/target"),
+        ("../up", f"{PREFIX}/jobs/up"),
+        ("?id=3", f"{CURRENT}?id=3"),
         (f"{PREFIX}/already", f"{PREFIX}/already"),
         ("http://10.213.0.5:8080/p?q=1", f"{ROOT}/master-0/8080/p?q=1"),
         ("http://MASTER-0:8080/p", f"{ROOT}/master-0/8080/p"),
         ("http://worker-0:8081", f"{ROOT}/worker-0/8081/"),
         ("http://10.213.0.6/x", f"{ROOT}/worker-0/80/x"),
         ("//worker-0:8081/x", f"{ROOT}/worker-0/8081/x"),
-        ("http://10.1.2.3/x", None),
-        ("https://example.org/", None),
-        ("javascript:alert(1)", None),
-        ("http://worker-0:notaport/", None),
+        (f"{ORIGIN}{PREFIX}/x", f"{PREFIX}/x"),  # a UI that knows its public URL
     ],
 )
-def test_it_keeps_redirects_inside_the_cluster(location, expected):
-    members = {
-        "10.213.0.5": "master-0",
-        "master-0": "master-0",
-        "10.213.0.6": "worker-0",
-        "worker-0": "worker-0",
-    }
-    assert rewrite_location(location, PREFIX, ROOT, members) == expected
+def test_it_puts_redirects_inside_the_cluster_on_its_ui_origin(location, expected):
+    assert rewrite_location(location, PREFIX, ROOT, MEMBERS, ORIGIN, CURRENT) == ORIGIN + expected
 
 
-def test_it_keeps_redirects_to_the_ui_origin():
-    url = f"https://ui.example.org{PREFIX}/x"
-    assert rewrite_location(url, PREFIX, ROOT, {}, "https://ui.example.org") == url
-    assert rewrite_location(url, PREFIX, ROOT, {}, "") is None
+@pytest.mark.parametrize(
+    "location",
+    [
+        "http://10.1.2.3/x",  # an address that is no member
+        "https://example.org/",
+        "//evil.example/x",
+        "\\\\evil.example/x",  # browsers read backslashes as slashes
+        "/\\evil.example/x",
+        "\\/evil.example/x",
+        "/\t/evil.example/x",  # browsers drop tabs and newlines
+        "/\n/evil.example",
+        " //evil.example",
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "http://worker-0:notaport/",
+        "/../../../admin/",  # climbs out of the cluster's root
+        "../../../../../api/v1/tokens",
+        f"{ORIGIN}/api/v1/tokens",  # this host, outside the cluster's root
+        "http://c6.ui.localhost:8000/clusters/6/ui/master-0/8080/",  # another cluster's host
+        "",
+    ],
+)
+def test_it_refuses_redirects_that_would_leave_the_cluster(location):
+    assert rewrite_location(location, PREFIX, ROOT, MEMBERS, ORIGIN, CURRENT) is None

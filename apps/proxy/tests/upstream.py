@@ -4,6 +4,9 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from django.test import Client
 
 from apps.catalog.models import Product, ProductVersion
 from apps.clusters.models import Cluster, Instance
@@ -12,9 +15,65 @@ from apps.inventory.models import Address
 
 RELEASE_STREAM = threading.Event()
 
+# A page a tenant could serve on their UI port: its script attacks whoever opens it (the
+# portal's cookies and API, a service worker, another cluster's UI) and lists what it got
+# in window.results; {portal} and {other} are filled by the test.
+HOSTILE_PAGE = """<html><body><p id="status">running</p><script>
+const results = {};
+async function attempt(name, action) {
+  try { results[name] = "succeeded: " + String(await action()).slice(0, 200); }
+  catch (error) { results[name] = "failed: " + error; }
+}
+(async () => {
+  await attempt("cookies", async () => {
+    if (document.cookie) return document.cookie;
+    throw new Error("no cookie readable");
+  });
+  await attempt("portal api", async () => {
+    const answer = await fetch("{portal}/api/v1/tokens", {credentials: "include"});
+    return answer.status + " " + await answer.text();
+  });
+  await attempt("service worker", async () => {
+    const done = await navigator.serviceWorker.register("sw.js", {scope: "/"});
+    return done.scope;
+  });
+  await attempt("service worker here", async () => {
+    const done = await navigator.serviceWorker.register("sw.js");
+    return done.scope;
+  });
+  await attempt("other ui read", async () => {
+    const answer = await fetch("{other}echo", {credentials: "include"});
+    return answer.status + " " + await answer.text();
+  });
+  await attempt("other ui post", async () => {
+    const answer = await fetch("{other}steal", {
+      method: "POST", credentials: "include", mode: "no-cors", body: "x=1",
+      headers: {"Content-Type": "application/x-www-form-urlencoded"},
+    });
+    return answer.type + " " + answer.status;
+  });
+  window.results = results;
+  document.getElementById("status").textContent = "done";
+  const form = document.createElement("form");
+  form.method = "post"; form.action = "{other}steal-form";
+  document.body.appendChild(form);
+  form.submit();  // a plain form POST to the other cluster: the page's policy stops it
+})();
+</script></body></html>"""
+
+# What the owner uses: a link and a form that writes (Spark's kill links are such forms).
+OWNER_PAGE = (
+    b'<html><body><a id="link" href="/echo?from=link">a link</a>'
+    b'<form id="kill" action="/kill" method="post"><input name="app" value="app-1">'
+    b'<button type="submit">Kill</button></form></body></html>'
+)
+
 
 class UpstreamServer(ThreadingHTTPServer):
     cluster_root = ""  # the portal's path to this cluster's UIs, set by a test
+    hostile = ""  # the hostile page, filled for a test
+    # (method, path) of every request, so a test can tell a request never reached the UI.
+    seen: list[tuple[str, str]] = []
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -25,6 +84,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        self.server.seen.append((self.command, self.path))
         path, _, query = self.path.partition("?")
         cluster_root = self.server.cluster_root
         if path == "/page.html":
@@ -48,8 +108,31 @@ class Handler(BaseHTTPRequestHandler):
                 "path": "/target",
                 "worker": f"http://worker-0:{self.server.server_port}/w",
                 "away": "http://10.1.2.3/x",
+                "backslash": "\\\\evil.example/x",
             }[query]
             self._send(302, b"", "text/plain", {"Location": where})
+        elif path == "/hostile.html":
+            self._send(200, self.server.hostile.encode(), "text/html")
+        elif path == "/owner.html":
+            self._send(200, OWNER_PAGE, "text/html")
+        elif path == "/sw.js":
+            self._send(
+                200, b"self.onfetch = () => {};", "text/javascript", {"Service-Worker-Allowed": "/"}
+            )
+        elif path == "/browser-headers":
+            self._send(
+                200,
+                b"<p>x</p>",
+                "text/html",
+                {
+                    "Refresh": "0; url=https://evil.example/",
+                    "Clear-Site-Data": '"cookies", "storage"',
+                    "Service-Worker-Allowed": "/",
+                    "Alt-Svc": 'h2="evil.example:443"',
+                    "NEL": '{"report_to": "x", "max_age": 1}',
+                    "Report-To": '{"group": "x", "endpoints": [{"url": "https://evil.example"}]}',
+                },
+            )
         elif path == "/stream":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -80,6 +163,7 @@ class Handler(BaseHTTPRequestHandler):
             self._echo()
 
     def do_POST(self) -> None:
+        self.server.seen.append((self.command, self.path))
         self._echo()
 
     def _echo(self) -> None:
@@ -110,6 +194,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def start_upstream() -> UpstreamServer:
     server = UpstreamServer(("127.0.0.1", 0), Handler)
+    server.seen = []
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -149,3 +234,19 @@ def cluster_on(owner, port: int, closed_port: int) -> Cluster:
             state="running",
         )
     return cluster
+
+
+def open_ui(user, ui_path: str) -> Client:
+    """A browser that opened ui_path (a UI's path on the portal) as user: the portal checked
+    access and sent it to the cluster's UI host with a ticket, which it exchanged for that
+    host's cookie. The client returned talks to the UI host and holds only that cookie."""
+    portal = Client()
+    portal.force_login(user)
+    minted = portal.get(ui_path)
+    assert minted.status_code == 302, minted
+    ticket = urlsplit(minted["Location"])
+    ui = Client(HTTP_HOST=ticket.netloc)
+    redeemed = ui.get(f"{ticket.path}?{ticket.query}")
+    assert redeemed.status_code == 302, redeemed
+    assert redeemed["Location"] == ui_path
+    return ui

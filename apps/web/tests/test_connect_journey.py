@@ -80,7 +80,9 @@ def test_a_user_launches_spark_opens_its_ui_logs_in_runs_a_job_and_reads_logs(
     page.get_by_role("link", name=re.compile("Spark master web UI")).click()
     # Spark 4's summary line: "Workers: 2 Alive, 0 Dead, 0 Decommissioned, 0 Unknown".
     page.get_by_text(re.compile(rf"Workers:\s*{workers} Alive")).first.wait_for()
-    assert page.url.startswith(f"{live_server.url}/clusters/{cluster.id}/ui/")  # no redirect
+    # On the cluster's own origin (c<N>.ui.localhost, the portal's port), not the portal's.
+    ui_origin = live_server.url.replace("://localhost", f"://c{cluster.id}.ui.localhost")
+    assert page.url.startswith(f"{ui_origin}/clusters/{cluster.id}/ui/")
     page.go_back()
 
     # ssh as the page says, then the job with the page's spark-submit line.

@@ -1,0 +1,139 @@
+"""Access on a UI host: a one-time ticket the portal mints after its own check, and the
+short-lived cookie the UI host gives for it (JupyterHub's subdomain hosts do the same with an
+OAuth round trip).
+
+The portal (its session, its access check) sends the browser to
+``cN.<UI_DOMAIN>/_platter/ticket?t=<ticket>``; the ticket is signed, names the user, the
+cluster, the host and the path to go on to, expires within UI_TICKET_SECONDS and is taken once
+(its nonce claimed in the cache). The UI host answers with a cookie for that host only,
+signed with the same three facts and valid for UI_COOKIE_SECONDS, and a redirect to the clean
+path. Every proxied request still checks, from the database, that the user may see the cluster.
+"""
+
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core import signing
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.utils.crypto import constant_time_compare
+
+TICKET_SALT = "platter.proxy.ticket"
+COOKIE_SALT = "platter.proxy.cookie"
+TICKET_PATH = "/_platter/ticket"
+
+
+@dataclass(frozen=True)
+class Ticket:
+    user_id: int
+    cluster_id: int
+    next_path: str  # where the UI host sends the browser once its cookie is set
+    portal_origin: str  # where the UI host sends a browser whose cookie ran out
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a UI host's cookie says: this user, this cluster, minted by that portal."""
+
+    user: AbstractBaseUser
+    cluster_id: int
+    portal_origin: str
+
+
+def _user_check(user: AbstractBaseUser) -> str:
+    """Part of the user's session hash: a password change ends their UI cookies as it ends
+    their sessions."""
+    return user.get_session_auth_hash()[:16]
+
+
+def mint_ticket(
+    user: AbstractBaseUser, cluster_id: int, host: str, next_path: str, portal_origin: str
+) -> str:
+    return signing.dumps(
+        {
+            "u": user.pk,
+            "c": cluster_id,
+            "h": host,
+            "n": secrets.token_urlsafe(16),
+            "next": next_path,
+            "p": portal_origin,
+        },
+        salt=TICKET_SALT,
+        compress=True,
+    )
+
+
+def redeem_ticket(value: str, host: str, cluster_id: int) -> Ticket | None:
+    """The ticket's facts if it is genuine, fresh, for this host and cluster and not used
+    before; taking it uses it up (even when two requests race for it, one wins)."""
+    try:
+        data = signing.loads(value, salt=TICKET_SALT, max_age=settings.UI_TICKET_SECONDS)
+    except signing.BadSignature:
+        return None
+    if data.get("h") != host or data.get("c") != cluster_id:
+        return None
+    # SET NX: only the first redemption adds the key; it outlives the ticket's validity.
+    if not cache.add(f"platter:ui-ticket:{data['n']}", 1, settings.UI_TICKET_SECONDS + 60):
+        return None
+    return Ticket(data["u"], cluster_id, data["next"], data["p"])
+
+
+def cookie_value(user: AbstractBaseUser, cluster_id: int, host: str, portal_origin: str) -> str:
+    return signing.dumps(
+        {"u": user.pk, "c": cluster_id, "h": host, "a": _user_check(user), "p": portal_origin},
+        salt=COOKIE_SALT,
+    )
+
+
+def set_cookie(response: HttpResponse, value: str) -> None:
+    """Host-only (no Domain), HttpOnly, SameSite=Lax, Secure where the portal's are."""
+    response.set_cookie(
+        settings.UI_COOKIE_NAME,
+        value,
+        max_age=settings.UI_COOKIE_SECONDS,
+        path="/",
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def _cookie_data(request: HttpRequest, host: str, cluster_id: int) -> tuple[dict, bool] | None:
+    """The cookie's facts when it is genuine and for this host and cluster, and whether it
+    is still fresh."""
+    value = request.COOKIES.get(settings.UI_COOKIE_NAME, "")
+    if not value:
+        return None
+    fresh = True
+    try:
+        data = signing.loads(value, salt=COOKIE_SALT, max_age=settings.UI_COOKIE_SECONDS)
+    except signing.SignatureExpired:
+        data, fresh = signing.loads(value, salt=COOKIE_SALT), False
+    except signing.BadSignature:
+        return None
+    if data.get("h") != host or data.get("c") != cluster_id:
+        return None
+    return data, fresh
+
+
+def grant_of(request: HttpRequest, host: str, cluster_id: int) -> Grant | None:
+    """Who the UI host's cookie vouches for, or None (none, forged, expired, for another host
+    or cluster, or for a user who is gone, inactive or changed their password)."""
+    found = _cookie_data(request, host, cluster_id)
+    if found is None or not found[1]:
+        return None
+    data = found[0]
+    user = get_user_model().objects.filter(pk=data["u"], is_active=True).first()
+    if user is None or not constant_time_compare(data.get("a", ""), _user_check(user)):
+        return None
+    return Grant(user, cluster_id, data["p"])
+
+
+def portal_of(request: HttpRequest, host: str, cluster_id: int) -> str:
+    """The portal origin a genuine cookie for this host names, fresh or expired; "" if none.
+    A browser whose cookie ran out goes back there for a new one."""
+    found = _cookie_data(request, host, cluster_id)
+    return found[0].get("p", "") if found else ""
