@@ -1,8 +1,10 @@
 """gunicorn settings for the portal's web process: `gunicorn -c deploy/gunicorn.conf.py`.
 
-The web process only answers requests: Docker work goes to the Celery workers, so requests are
-short and a few synchronous workers with some threads each are enough. Every value can be
-overridden from the environment (GUNICORN_*), e.g. by the systemd unit or compose.
+The web process only answers requests: Docker work goes to the Celery workers. Its workers are
+uvicorn's (ASGI): streams (log follows, proxied web UIs) wait on the event loop instead of each
+holding a thread, and Django runs the synchronous views and middleware in threads of its own,
+one per request in progress (issue 29). Every value can be overridden from the environment
+(GUNICORN_*), e.g. by the systemd unit or compose.
 """
 
 import multiprocessing
@@ -10,15 +12,19 @@ import os
 
 # Production settings unless the environment says otherwise (e.g. a staging settings module).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.prod")
+# Under ASGI every request runs its synchronous code in a thread of its own, so a connection
+# kept for the next request would be kept by a thread that is gone: Django's docs say to open
+# one per request there (the database is local; a pool is the next step if that shows).
+os.environ.setdefault("DATABASE_CONN_MAX_AGE", "0")
 
-wsgi_app = "portal.wsgi:application"
+wsgi_app = "portal.asgi:application"  # gunicorn's name for the app, an ASGI one here
 # Behind a reverse proxy on the same host (systemd) or the compose network (compose sets
 # 0.0.0.0:8000): never exposed directly, the proxy terminates TLS and serves /static/.
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", min(2 * multiprocessing.cpu_count() + 1, 9)))
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
-worker_class = "gthread"
-# No request of ours takes long; a stuck one is killed and logged instead of piling up.
+worker_class = "uvicorn_worker.UvicornWorker"
+# A worker whose event loop stops answering gunicorn's heartbeat this long is killed and
+# logged; streams do not count (they wait on the loop), each has its own deadline (settings).
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 20
 keepalive = 5

@@ -9,7 +9,7 @@ not after it are dropped here.
 """
 
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -19,6 +19,7 @@ from apps.nodes import NodeError, NodeMissing
 
 from .models import Cluster, Instance
 from .plans import container_name
+from .states import ENDED, Containers, with_containers
 
 TAIL_DEFAULT = 100
 TAIL_MAX = 10_000
@@ -114,7 +115,7 @@ def _not_yet(cluster: Cluster, instance: Instance) -> str:
     if cluster.state == S.QUEUED:
         why = f" ({cluster.reason})" if cluster.reason else ""
         return f"{instance.hostname} has no container yet: the cluster is queued{why}."
-    if cluster.state in (S.DESTROYED, S.FAILED):
+    if cluster.state in ENDED:
         return f"{instance.hostname} has no container: the cluster is {cluster.state}."
     return (
         f"{instance.hostname} has no container yet: the cluster is {cluster.state}; its log "
@@ -124,9 +125,9 @@ def _not_yet(cluster: Cluster, instance: Instance) -> str:
 
 def _gone(source: LogSource) -> str:
     cluster, instance = source.cluster, source.instance
-    if cluster.state in (S.QUEUED, S.PLACING) or not instance.container_id:
+    if cluster.state in with_containers(Containers.NOT_YET) or not instance.container_id:
         return _not_yet(cluster, instance)
-    if cluster.state in (S.DESTROYING, S.DESTROYED, S.FAILED):
+    if cluster.state in with_containers(Containers.GONE):
         return (
             f"The container of {instance.hostname} no longer exists: the cluster is "
             f"{cluster.state}."
@@ -180,22 +181,40 @@ def follow(
     *,
     after: str | None = None,
     timestamps: bool = False,
-) -> Iterator[str]:
+) -> AsyncIterator[str]:
     """The last `tail` lines (after the cursor `after`, if given), then each line as the
-    container writes it, for at most `seconds` or until it stops. Whole lines only. Raises
+    container writes it, for at most `seconds` or until it stops, read on the event loop (the
+    node layer's follow_logs_async). Whole lines only, each cut at LINE_MAX. Raises
     NoContainer at once (not part-way) when there is no container."""
     after = normal_cursor(after) if after else None
     client = nodes.client(source.node)
     if client.container_state(source.container) is None:
         raise NoContainer(_gone(source))
-    stream = client.follow_logs(
+    stream = client.follow_logs_async(
         source.container,
         tail,
         seconds,
         since=_since(after) if after else None,
         timestamps=True,
     )
-    return _lines(stream, after, timestamps)
+    return _alines(stream, after, timestamps)
+
+
+async def _alines(
+    stream: AsyncIterator[str], after: str | None, timestamps: bool, limit: int = LINE_MAX
+) -> AsyncIterator[str]:
+    splitter = LineSplitter(limit)
+    try:
+        async for text in stream:
+            if chunk := _fresh(splitter.feed(text), after, timestamps):
+                yield chunk
+    except NodeMissing:
+        return  # removed while followed: the log simply ends
+    finally:
+        if (aclose := getattr(stream, "aclose", None)) is not None:
+            await aclose()  # the node's connection goes at once, not when collected
+    if chunk := _fresh(splitter.flush(), after, timestamps):
+        yield chunk
 
 
 class LineSplitter:
@@ -243,20 +262,6 @@ class LineSplitter:
             line += f" [line cut: longer than {self.limit} characters]"
         self._parts, self._held, self._cut = [], 0, False
         return line
-
-
-def _lines(
-    stream: Iterator[str], after: str | None, timestamps: bool, limit: int = LINE_MAX
-) -> Iterator[str]:
-    splitter = LineSplitter(limit)
-    try:
-        for text in stream:
-            if chunk := _fresh(splitter.feed(text), after, timestamps):
-                yield chunk
-    except NodeMissing:
-        return  # removed while followed: the log simply ends
-    if chunk := _fresh(splitter.flush(), after, timestamps):
-        yield chunk
 
 
 def _fresh(complete: list[str], after: str | None, timestamps: bool) -> str:

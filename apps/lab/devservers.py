@@ -1,5 +1,5 @@
 """The project's private PostgreSQL and Redis, kept under the state folder, and the web server
-as `./platter run` starts it (gunicorn, as in production).
+as `./platter run` starts it (gunicorn with uvicorn workers, as in production).
 
 Both listen on loopback ports of their own so they never clash with system services. A server
 that is already running is reused. ``DATABASE_URL`` / ``REDIS_URL`` in the environment mean
@@ -230,7 +230,7 @@ class Redis:
 
 
 def web_command(address: str) -> list[str]:
-    """gunicorn as production runs it (deploy/gunicorn.conf.py: gthread workers, timeouts,
+    """gunicorn as production runs it (deploy/gunicorn.conf.py: uvicorn workers, timeouts,
     worker recycling), bound to `address`, serving the app of web_application()."""
     return [
         sys.executable,
@@ -244,15 +244,13 @@ def web_command(address: str) -> list[str]:
     ]
 
 
-def web_application():  # a WSGI callable; Django is imported only here
+def web_application():  # an ASGI callable; Django is imported only here
     """The portal with /static/ served from the apps' folders, as runserver serves it: in
     production a reverse proxy serves collectstatic's copy (deploy/Caddyfile)."""
-    from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.core.wsgi import get_wsgi_application
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.core.asgi import get_asgi_application
 
-    from portal.drain import BodyDrained
-
-    return BodyDrained(StaticFilesHandler(get_wsgi_application()))
+    return ASGIStaticFilesHandler(get_asgi_application())
 
 
 def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:

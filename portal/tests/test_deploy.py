@@ -152,7 +152,9 @@ def test_the_gunicorn_config_loads_the_production_application():
     assert result.returncode == 0, result.stderr[-2000:]
     config = runpy.run_path(str(BASE_DIR / "deploy" / "gunicorn.conf.py"))
     module, attribute = config["wsgi_app"].split(":")
-    assert module == "portal.wsgi" and attribute == "application"
+    assert module == "portal.asgi" and attribute == "application"
+    # ASGI under uvicorn's workers: streams wait on the event loop, not in threads (issue 29).
+    assert config["worker_class"] == "uvicorn_worker.UvicornWorker"
 
 
 def test_the_systemd_units_start_real_programs_on_every_queue():

@@ -1,13 +1,18 @@
 """GET /clusters/<id>/logs: an instance's container log as text/plain. The node is a fake
 here (the Docker calls are replaced by a log of 30 lines); test_lab_logs.py reads real ones."""
 
+import asyncio
+
 import pytest
+from django.contrib.auth import get_user_model
 
 from apps.clusters.models import Cluster
 from apps.clusters.reservation import reserve
 from apps.clusters.tests import fake_logs
 from apps.clusters.tests.factories import make_network, make_node
+from apps.metrics import store
 from apps.nodes import NodeClient, NodeError, NodeMissing
+from portal import streams
 
 from .conftest import make_cluster
 
@@ -151,16 +156,17 @@ def test_follow_streams_whole_lines_and_ends_with_the_stream(api, placed, monkey
     ]
     asked = {}
 
-    def follow(client, container, tail, seconds, **options):
+    async def follow(client, container, tail, seconds, **options):
         asked.update(tail=tail, seconds=seconds, **options)
-        yield from chunks
+        for chunk in chunks:
+            yield chunk
 
-    monkeypatch.setattr(NodeClient, "follow_logs", follow)
+    monkeypatch.setattr(NodeClient, "follow_logs_async", follow)
     monkeypatch.setattr(NodeClient, "container_state", lambda client, container: "running")
     response = api("owner").get(logs_url(placed), {"follow": "true", "tail": 5, "seconds": 9})
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"] == "text/plain; charset=utf-8"
-    parts = [part.decode() for part in response.streaming_content]
+    parts = [part.decode() for part in streamed(response)]
     assert parts == ["one\n", "two\n", "three\n"]
     assert asked == {"tail": 5, "seconds": 9, "since": None, "timestamps": True}
 
@@ -170,3 +176,61 @@ def test_follow_of_a_missing_container_is_a_409_before_streaming(api, placed, mo
     response = api("owner").get(logs_url(placed), {"follow": "true"})
     assert response.status_code == 409
     assert "no container yet" in response.json()["message"]  # placing, no id recorded yet
+
+
+def streamed(response) -> list[bytes]:
+    """The parts of a streamed answer, read on an event loop as the ASGI server reads them."""
+
+    async def read():
+        return [part async for part in response.streaming_content]
+
+    return asyncio.run(read())
+
+
+@pytest.fixture
+def endless_log(monkeypatch):
+    """A container that keeps writing, and a clean count of open streams."""
+
+    async def follow(client, container, tail, seconds, **options):
+        while True:
+            yield "2026-11-24T17:00:01.000000000Z tick\n"
+            await asyncio.sleep(0.01)
+
+    monkeypatch.setattr(NodeClient, "follow_logs_async", follow)
+    monkeypatch.setattr(NodeClient, "container_state", lambda client, container: "running")
+    users = get_user_model().objects.all()
+    store.client().delete(*(streams.KEY.format(user_id=user.id) for user in users))
+
+
+def test_follows_over_the_per_user_limit_are_429_naming_it_and_others_are_served(
+    api, placed, endless_log, settings, alice, admin_user
+):
+    settings.STREAMS_PER_USER = 2
+    follow = {"follow": "true", "seconds": 60}
+    held = [api("owner").get(logs_url(placed), follow) for _ in range(2)]
+    assert [r.status_code for r in held] == [200, 200]
+    refused = api("owner").get(logs_url(placed), follow)
+    assert refused.status_code == 429
+    assert refused.json()["error"] == "too_many_streams" and refused.json()["limit"] == 2
+    assert "at most 2 per user" in refused.json()["message"]
+    # Someone else's follow (staff reading alice's cluster) is served meanwhile.
+    other = api("admin").get(logs_url(placed), follow)
+    assert other.status_code == 200 and streams.open_streams(admin_user.id) == 1
+    # A stream that ends (here: the client reads a little and leaves) frees its slot.
+    asyncio.run(read_a_little_and_leave(held[0]))
+    assert streams.open_streams(alice.id) == 1
+    assert api("owner").get(logs_url(placed), follow).status_code == 200
+
+
+def test_a_follow_ends_at_the_streams_deadline(api, placed, endless_log, settings, alice):
+    settings.STREAM_FOLLOW_SECONDS = 0.3  # asked for 60 s: the site's deadline wins
+    response = api("owner").get(logs_url(placed), {"follow": "true", "seconds": 60})
+    lines = b"".join(streamed(response)).decode().splitlines()
+    assert lines and set(lines) == {"tick"}
+    assert streams.open_streams(alice.id) == 0
+
+
+async def read_a_little_and_leave(response) -> None:
+    body = response.streaming_content
+    await anext(body)
+    await body.aclose()

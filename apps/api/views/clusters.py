@@ -1,5 +1,6 @@
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
@@ -12,9 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
+from apps.accounts.requests import signed_in_user
 from apps.clusters import logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
+from portal import streams
 
 from .. import idempotency
 from ..errors import ApiError
@@ -71,6 +74,7 @@ class PlainTextRenderer(renderers.BaseRenderer):
 LOG_RENDERERS = [renderers.JSONRenderer, PlainTextRenderer]
 LOG_ERRORS = {
     409: OpenApiResponse(ErrorSerializer, "the instance has no container (yet, or any more)"),
+    429: OpenApiResponse(ErrorSerializer, "follow: you have the most streams open (the limit)"),
     503: OpenApiResponse(ErrorSerializer, "the instance's node did not answer"),
 }
 TEXT = "text/plain; charset=utf-8"
@@ -79,7 +83,7 @@ IDEMPOTENCY_CONFLICT = OpenApiResponse(
 )
 
 
-def text_stream(lines: Iterator[str]) -> StreamingHttpResponse:
+def text_stream(lines: Iterator[str] | AsyncIterator[str]) -> StreamingHttpResponse:
     response = StreamingHttpResponse(lines, content_type=TEXT)
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # a buffering proxy (nginx) would hold the lines back
@@ -199,7 +203,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         `tail` lines, or with follow=true those and then each new line as it comes, until
         `seconds` pass or the container stops. With timestamps=true each line starts with its
         Docker timestamp; pass the last one as `since` to go on where an answer ended.
-        409 when the instance has no container (not yet, or not any more)."""
+        409 when the instance has no container (not yet, or not any more); 429 when you
+        already have the most streams open (PLATTER_STREAMS_PER_USER, named in the answer)."""
         cluster = self.get_object()
         query = LogQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -214,7 +219,10 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
                     after=asked.get("since"),
                     timestamps=asked["timestamps"],
                 )
-                return text_stream(lines)
+                # 429 (TooManyStreams) before any byte; held while it streams, on the loop.
+                slot = streams.claim(signed_in_user(request).id, "logs")
+                deadline = min(asked["seconds"], settings.STREAM_FOLLOW_SECONDS)
+                return text_stream(streams.held(slot, lines, deadline=deadline))
             found = logs.read(source, asked["tail"], after=asked.get("since"))
         except logs.UnknownInstance as error:
             raise serializers.ValidationError({"instance": str(error)}) from None

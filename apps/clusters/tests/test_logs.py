@@ -1,5 +1,6 @@
 """Log cursors: Docker timestamps compared as strings, and `since` a hair before them."""
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -41,8 +42,8 @@ def test_a_follow_yields_whole_lines_after_the_cursor_only():
         "2026-11-24T17:00:03.000000000Z three",
     ]
     after = "2026-11-24T17:00:01.000000000Z"
-    assert list(logs._lines(iter(chunks), after, timestamps=False)) == ["two\n", "three\n"]
-    stamped = list(logs._lines(iter(chunks), None, timestamps=True))
+    assert list(lines_of(chunks, after, timestamps=False)) == ["two\n", "three\n"]
+    stamped = list(lines_of(chunks, None, timestamps=True))
     assert stamped[0] == "2026-11-24T17:00:01.000000000Z one\n"
 
 
@@ -68,6 +69,19 @@ def test_many_short_chunks_of_long_lines_cost_work_linear_in_the_text():
 
 def test_a_follow_cuts_a_long_line_and_goes_on_with_the_next():
     chunks = ["2026-11-24T17:00:01.000000000Z ", "a" * 50, "b" * 50, "\nnext\n"]
-    out = "".join(logs._lines(iter(chunks), None, timestamps=False, limit=60))
+    out = "".join(lines_of(chunks, None, timestamps=False, limit=60))
     # The limit counts Docker's timestamp and its space (31 characters) too.
     assert out == "a" * 29 + " [line cut: longer than 60 characters]\nnext\n"
+
+
+def lines_of(chunks: list[str], after: str | None, timestamps: bool, **options) -> list[str]:
+    """What a follow yields for a node stream of these chunks."""
+
+    async def stream():
+        for chunk in chunks:
+            yield chunk
+
+    async def read():
+        return [part async for part in logs._alines(stream(), after, timestamps, **options)]
+
+    return asyncio.run(read())
