@@ -5,7 +5,7 @@ from django.template.response import TemplateResponse
 from apps.clusters.quotas import usage_of
 
 from . import services, ssh
-from .models import LIMIT_FIELDS, Quota, SSHKey
+from .models import LIMIT_FIELDS, OIDCIdentity, Quota, SSHKey
 
 
 def _usage(quota: Quota) -> dict[str, int]:
@@ -144,3 +144,13 @@ class SSHKeyAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset) -> None:
         for key in queryset.select_related("user"):
             ssh.delete_key(key.user, key.id)
+
+
+@admin.register(OIDCIdentity)
+class OIDCIdentityAdmin(admin.ModelAdmin):
+    """Which provider account (issuer, sub) signs in as which user. An admin adds one to link
+    an existing user (a local or LDAP one, say) to a person's OpenID Connect sign-in."""
+
+    list_display = ["user", "subject", "issuer", "created"]
+    search_fields = ["user__username", "subject", "issuer"]
+    raw_id_fields = ["user"]

@@ -84,3 +84,28 @@ class SSHKey(models.Model):
     @property
     def key_type(self) -> str:
         return self.public_key.split(" ", 1)[0]
+
+
+class OIDCIdentity(models.Model):
+    """The OpenID Connect account a user signs in with: the provider (its issuer) and the
+    provider's `sub` for the person, which never change. A sign-in finds its user by these
+    two, never by a name claim (preferred_username may change and is not unique by spec)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity"
+    )
+    issuer = models.CharField(max_length=500, help_text="The provider's issuer URL (iss)")
+    subject = models.CharField(max_length=255, help_text="The provider's id of the person (sub)")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "OpenID Connect identity"
+        verbose_name_plural = "OpenID Connect identities"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"], name="oidcidentity_unique_issuer_subject"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -166,6 +166,9 @@ OIDC_REQUIRED = {
     "OIDC_OP_AUTHORIZATION_ENDPOINT": "PLATTER_OIDC_AUTHORIZATION_ENDPOINT",
     "OIDC_OP_TOKEN_ENDPOINT": "PLATTER_OIDC_TOKEN_ENDPOINT",
     "OIDC_OP_USER_ENDPOINT": "PLATTER_OIDC_USERINFO_ENDPOINT",
+    # Required: ID tokens from any other issuer are refused, and users are bound to (issuer,
+    # sub), so the issuer must be named, not taken from whatever token arrives.
+    "OIDC_ISSUER": "PLATTER_OIDC_ISSUER",
 }
 
 
@@ -193,11 +196,12 @@ def oidc_settings() -> dict[str, Any]:
             "OIDC_RP_SCOPES": envstr("PLATTER_OIDC_SCOPES", "openid email profile"),
             "OIDC_USE_PKCE": True,
             "OIDC_TIMEOUT": envint("PLATTER_OIDC_TIMEOUT", 10),
-            "OIDC_ISSUER": envstr("PLATTER_OIDC_ISSUER", ""),
             "OIDC_PROVIDER_NAME": envstr("PLATTER_OIDC_NAME", "your organisation"),
             "OIDC_USERNAME_CLAIM": envstr("PLATTER_OIDC_USERNAME_CLAIM", "preferred_username"),
             "OIDC_GROUPS_CLAIM": envstr("PLATTER_OIDC_GROUPS_CLAIM", "groups"),
             "OIDC_GROUP_MAPPING": _group_mapping("PLATTER_OIDC"),
+            # Only members of this group (a value of the groups claim) sign in; empty: anyone.
+            "OIDC_REQUIRE_GROUP": envstr("PLATTER_OIDC_REQUIRE_GROUP", ""),
         }
     )
     return result

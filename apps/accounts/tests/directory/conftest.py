@@ -140,4 +140,5 @@ def oidc_on(db, settings, monkeypatch, provider) -> Provider:
     provider.audience = provider.env()["PLATTER_OIDC_CLIENT_ID"]
     provider.signing_key = provider.key
     provider.id_token_claims = {}
+    provider.token_issuer = None
     return provider

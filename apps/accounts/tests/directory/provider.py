@@ -40,6 +40,8 @@ class Provider:
         # ID tokens name this audience (a test sets another one to play a token for another
         # client).
         self.audience = CLIENT_ID
+        # ID tokens name this issuer when set (a test plays another provider's token).
+        self.token_issuer: str | None = None
         self.codes: dict[str, dict] = {}
         self.tokens: dict[str, dict] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -116,7 +118,7 @@ class Provider:
         now = int(time.time())
         id_token = self.sign(
             {
-                "iss": self.issuer,
+                "iss": self.token_issuer or self.issuer,
                 "aud": self.audience,
                 "sub": grant["claims"].get("sub", ""),
                 "iat": now,

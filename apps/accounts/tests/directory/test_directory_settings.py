@@ -137,8 +137,17 @@ def test_an_incomplete_oidc_configuration_names_what_is_missing(monkeypatch, no_
 
     assert str(refused.value) == (
         "PLATTER_OIDC_CLIENT_ID is set: also set PLATTER_OIDC_AUTHORIZATION_ENDPOINT, "
-        "PLATTER_OIDC_USERINFO_ENDPOINT, PLATTER_OIDC_JWKS_ENDPOINT"
+        "PLATTER_OIDC_USERINFO_ENDPOINT, PLATTER_OIDC_ISSUER, PLATTER_OIDC_JWKS_ENDPOINT"
     )
+
+
+def test_oidc_without_an_issuer_is_refused(monkeypatch, no_directory_env):
+    for name, value in Provider.env_for("https://id.example.org").items():
+        if name != "PLATTER_OIDC_ISSUER":
+            monkeypatch.setenv(name, value)
+
+    with pytest.raises(EnvError, match=r"also set PLATTER_OIDC_ISSUER$"):
+        directory_settings()
 
 
 def test_mappings_take_semicolons_or_lines(monkeypatch, no_directory_env):

@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from apps.accounts.models import Quota
+from apps.accounts.models import OIDCIdentity, Quota
 
 LOGIN = "/accounts/login/"
 
@@ -105,13 +105,29 @@ def test_groups_only_the_id_token_carries_count_too(client, oidc_on):
     assert list(user.groups.values_list("name", flat=True)) == ["chem"]
 
 
-def test_an_id_token_from_another_issuer_is_refused(client, oidc_on, settings):
-    settings.OIDC_ISSUER = "https://id.elsewhere.example.org"
+def test_an_id_token_from_another_issuer_is_refused(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, dora(["physics"]))
+    client.post("/accounts/logout/")
+    # Another provider's token for the same sub and name (signed with a key the portal
+    # trusts, so only the issuer check stands in the way).
+    oidc_on.token_issuer = "https://id.elsewhere.example.org"
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    assert "did not succeed" in client.get(LOGIN).content.decode()
+    assert signed_in_as(client) is None
+    assert OIDCIdentity.objects.get().issuer == oidc_on.url
+
+
+def test_userinfo_about_another_sub_is_refused(client, oidc_on):
+    oidc_on.id_token_claims = {"sub": "someone-else"}  # the ID token's sub wins over userinfo's
 
     response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
 
     assert response["Location"] == LOGIN
     assert signed_in_as(client) is None
+    assert not OIDCIdentity.objects.exists()
 
 
 def test_an_id_token_for_another_client_is_refused(client, oidc_on):
@@ -152,15 +168,20 @@ def test_the_provider_never_takes_over_a_local_account_of_the_same_name(client, 
     response = sign_in_with_provider(client, oidc_on, claims)
 
     assert response["Location"] == LOGIN
+    assert (
+        "the user name &#x27;alice&#x27; belongs to another" in client.get(LOGIN).content.decode()
+    )
     assert signed_in_as(client) is None
     alice.refresh_from_db()
     assert not alice.is_staff and alice.email == "alice@example.org"
+    assert not OIDCIdentity.objects.exists()
 
 
 def test_claims_without_a_user_name_are_refused(client, oidc_on):
     claims = {**dora([]), "preferred_username": "not a user name!"}
 
     assert sign_in_with_provider(client, oidc_on, claims)["Location"] == LOGIN
+    assert "no valid user name (preferred_username claim)" in client.get(LOGIN).content.decode()
     assert get_user_model().objects.count() == 0
 
 
@@ -168,3 +189,100 @@ def test_local_accounts_still_sign_in_with_their_own_password(client, oidc_on, b
     response = client.post(LOGIN, {"username": "bob", "password": "bob-pass-123"})
     assert response.status_code == 302
     assert signed_in_as(client) == "bob"
+
+
+# Users are bound to the provider's (issuer, sub), never found by their name claim.
+
+
+def test_the_first_sign_in_binds_the_user_to_the_issuer_and_sub(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    identity = OIDCIdentity.objects.get()
+    assert (identity.user.username, identity.issuer, identity.subject) == (
+        "dora",
+        oidc_on.url,
+        "0c4f7e0a-dora",
+    )
+
+
+def test_another_sub_with_the_same_name_gets_no_one_elses_account(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, dora(["physics"]))
+    dora_user = get_user_model().objects.get(username="dora")
+    client.post("/accounts/logout/")
+    # Someone else at the provider calls themselves Dora too (or took the name Dora left).
+    impostor = {**dora(["platter-admins"]), "sub": "9d1e-someone-else", "email": "x@evil.example"}
+
+    response = sign_in_with_provider(client, oidc_on, impostor)
+
+    assert response["Location"] == LOGIN
+    page = client.get(LOGIN).content.decode()
+    assert "the user name &#x27;dora&#x27; belongs to another Platter account" in page
+    assert signed_in_as(client) is None
+    dora_user.refresh_from_db()
+    assert dora_user.email == "dora@id.example.org" and not dora_user.is_staff
+    assert list(OIDCIdentity.objects.values_list("subject", flat=True)) == ["0c4f7e0a-dora"]
+    assert get_user_model().objects.count() == 1
+
+
+def test_a_renamed_user_keeps_their_account(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, dora(["physics"]))
+    dora_user = get_user_model().objects.get(username="dora")
+    client.post("/accounts/logout/")
+
+    renamed = {**dora(["physics"]), "preferred_username": "dora.married", "family_name": "Wed"}
+    response = sign_in_with_provider(client, oidc_on, renamed, "/ssh-keys/")
+
+    assert response["Location"] == "/ssh-keys/"
+    assert signed_in_as(client) == "dora"  # the same user, its name unchanged
+    dora_user.refresh_from_db()
+    assert dora_user.last_name == "Wed"
+    assert get_user_model().objects.count() == 1
+
+
+def test_a_name_freed_by_a_rename_is_not_handed_to_a_newcomer(client, oidc_on):
+    sign_in_with_provider(client, oidc_on, {**dora([]), "preferred_username": "dora.new"})
+    client.post("/accounts/logout/")
+    # Dora renamed herself at the provider; a newcomer now has her old name and a sub of
+    # their own: they get a user of their own, not Dora's.
+    sign_in_with_provider(client, oidc_on, {**dora([]), "sub": "newcomer", "email": "n@x.org"})
+
+    assert signed_in_as(client) == "dora"
+    newcomer = OIDCIdentity.objects.get(subject="newcomer").user
+    original = OIDCIdentity.objects.get(subject="0c4f7e0a-dora").user
+    assert newcomer != original
+    assert (original.username, original.email) == ("dora.new", "dora@id.example.org")
+
+
+def test_a_user_outside_the_required_group_is_refused(client, oidc_on, settings):
+    settings.OIDC_REQUIRE_GROUP = "platter-users"
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    page = client.get(LOGIN).content.decode()
+    assert "not in the group &#x27;platter-users&#x27; that may use Platter" in page
+    assert signed_in_as(client) is None
+    assert not get_user_model().objects.exists()
+
+
+def test_members_of_the_required_group_sign_in_and_leaving_it_locks_them_out(
+    client, oidc_on, settings
+):
+    settings.OIDC_REQUIRE_GROUP = "platter-users"
+    sign_in_with_provider(client, oidc_on, dora(["physics", "platter-users"]))
+    assert signed_in_as(client) == "dora"
+    client.post("/accounts/logout/")
+
+    response = sign_in_with_provider(client, oidc_on, dora(["physics"]))
+
+    assert response["Location"] == LOGIN
+    assert signed_in_as(client) is None
+
+
+def test_the_required_group_comes_from_the_configured_claim(client, oidc_on, settings):
+    settings.OIDC_REQUIRE_GROUP = "platter-users"
+    settings.OIDC_GROUPS_CLAIM = "roles"
+
+    sign_in_with_provider(client, oidc_on, {**dora(["physics"]), "roles": ["platter-users"]})
+
+    assert signed_in_as(client) == "dora"
