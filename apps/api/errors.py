@@ -26,6 +26,7 @@ from apps.clusters.services import (
     ReuseError,
     TransitionError,
 )
+from apps.tokens.services import TokenOutlivesItsMaker
 from portal.streams import TooManyStreams
 
 
@@ -76,6 +77,10 @@ def translate(exc: Exception) -> Exception:
         return ApiError(400, "invalid_lease", str(exc), fields={"lease": str(exc)})
     if isinstance(exc, NameTaken):
         return ApiError(400, "name_taken", str(exc), fields={"name": str(exc)})
+    if isinstance(exc, TokenOutlivesItsMaker):
+        return ApiError(
+            400, "token_outlives_its_maker", str(exc), fields={"expires_in_days": str(exc)}
+        )
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
     if isinstance(exc, TooManyStreams):

@@ -16,7 +16,8 @@ Placeholders in ``connect`` templates:
   ``<role>_endpoints`` (``address:port`` with the entry's port, comma separated);
   ``addresses`` and ``endpoints``: the same over every instance;
 - ``user``, ``password``, ``secret``: the cluster's credentials (apps.clusters.credentials).
-  A viewer who is neither the owner nor staff sees ``<user>``, ``<password>``, ``<secret>``.
+  A viewer who is neither the owner nor staff sees ``<user>``, ``<password>``, ``<secret>``,
+  and so does a caller the front door withholds secrets from (a read-only API token).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Connection:
     credentials: dict | None = None
     # True when the cluster has credentials the viewer may not see.
     credentials_hidden: bool = False
+    # Why they are hidden when the reason is the caller's, not the viewer's (a read-only token).
+    credentials_note: str = ""
     ssh: dict | None = None
     web_uis: list[dict] = field(default_factory=list)
 
@@ -83,14 +86,17 @@ def endpoints(cluster: Cluster) -> list[dict]:
     return found
 
 
-def connection_details(cluster: Cluster, viewer) -> Connection:
+def connection_details(cluster: Cluster, viewer, withheld_because: str = "") -> Connection:
     """Everything the viewer may know about reaching the cluster. Credentials appear only
-    for its owner and staff (others get 404 on the page and the API anyway)."""
+    for its owner and staff (others get 404 on the page and the API anyway), and not at all
+    when `withheld_because` says why this caller gets none (a read-only API token)."""
     details = Connection(endpoints=endpoints(cluster))
     if cluster.state not in LIVE_STATES:
         return details  # destroyed or failed: nothing to connect to
     found = credentials.credentials_of(cluster)
-    shown = found is not None and credentials.may_see(cluster, viewer)
+    shown = found is not None and credentials.may_see(cluster, viewer) and not withheld_because
+    if found is not None and withheld_because:
+        details.credentials_note = withheld_because
     if shown and found is not None:
         details.credentials = {
             "username": found.username,

@@ -67,3 +67,17 @@ class HeaderTokenAuthentication(BaseAuthentication):
 
 def token_of(request: Request) -> ApiToken | None:
     return request.auth if isinstance(request.auth, ApiToken) else None
+
+
+# What a read-only token's answers say in place of a cluster's credentials.
+SECRETS_WITHHELD = (
+    "not shown to a read-only token: use a token that may write, or the cluster's page"
+)
+
+
+def secrets_withheld(request: Request) -> str:
+    """Why this request gets no secrets (a cluster's password and shared secret), or "". A
+    read-only token is what dashboards and scripts that only watch are given, and is handed
+    around more freely: it reads what the owner reads, except what would let it act."""
+    token = token_of(request)
+    return SECRETS_WITHHELD if token is not None and token.read_only else ""

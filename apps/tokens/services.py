@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -30,6 +30,19 @@ class TokenExpired(TokenInvalid):
     """The token was valid until its expiry date."""
 
 
+class TokenOutlivesItsMaker(ValueError):
+    """A token may not make a token that expires later than itself (or never): a leaked
+    short-lived token would otherwise become a permanent one."""
+
+    def __init__(self, maker: ApiToken) -> None:
+        assert maker.expires_at is not None  # only an expiring token limits what it makes
+        left = (maker.expires_at - timezone.now()) / timedelta(days=1)
+        super().__init__(
+            f"the token this request uses expires at {maker.expires_at.isoformat()}: a token it "
+            f"makes must expire no later (expires_in_days at most {max(left, 0):.3f})"
+        )
+
+
 @dataclass(frozen=True)
 class IssuedToken:
     token: ApiToken
@@ -40,6 +53,13 @@ def digest_of(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def outlives(expires_at: datetime | None, maker: ApiToken) -> bool:
+    """Whether a token expiring at ``expires_at`` (None: never) would outlive ``maker``."""
+    if maker.expires_at is None:
+        return False
+    return expires_at is None or expires_at > maker.expires_at
+
+
 def issue_token(
     user,
     name: str,
@@ -47,14 +67,19 @@ def issue_token(
     read_only: bool = False,
     *,
     actor: Actor = None,
+    made_with: ApiToken | None = None,
 ) -> IssuedToken:
     """A new token for ``user``; the returned secret is the only copy there will ever be.
-    ``actor`` is who issued it (the user themselves, an admin; None: a command line)."""
+    ``actor`` is who issued it (the user themselves, an admin; None: a command line);
+    ``made_with`` the token the request authenticated with, if any: the new token may not
+    outlive it (TokenOutlivesItsMaker)."""
     expires_at = None
     if expires_in_days is not None:
         if expires_in_days <= 0:
             raise ValueError(f"expiry must be in the future; got {expires_in_days} days")
         expires_at = timezone.now() + timedelta(days=expires_in_days)
+    if made_with is not None and outlives(expires_at, made_with):
+        raise TokenOutlivesItsMaker(made_with)
     for _attempt in range(5):  # a prefix collision is astronomically rare; just draw again
         prefix = secrets.token_hex(4)
         raw = f"{TOKEN_MARK}_{prefix}_{secrets.token_urlsafe(32)}"
@@ -79,6 +104,7 @@ def issue_token(
                     prefix=prefix,
                     read_only=read_only,
                     expires_at=expires_at,
+                    made_with=made_with.prefix if made_with else None,
                 )
         except IntegrityError:
             continue

@@ -20,7 +20,7 @@ from apps.catalog.spec import definition_of
 from apps.clusters.connection import connection_details, endpoints
 from apps.clusters.models import Cluster
 from apps.clusters.services import request_destroy
-from apps.tokens.authentication import HeaderTokenAuthentication
+from apps.tokens.authentication import HeaderTokenAuthentication, secrets_withheld
 
 from .. import idempotency
 from ..errors import ApiError, exception_handler
@@ -221,7 +221,8 @@ class ClusterDetail(OneCluster):
         """CESGA's summary, plus Platter's connection details (apps.clusters.connection)."""
         cluster = self.cluster(request, **names)
         body = _summary(cluster)
-        body["data"]["connection"] = connection_details(cluster, request.user).as_dict()
+        withheld = secrets_withheld(request)  # a read-only token reads no credentials
+        body["data"]["connection"] = connection_details(cluster, request.user, withheld).as_dict()
         return Response(body)
 
     def delete(self, request: Request, **names) -> Response:

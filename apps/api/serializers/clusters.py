@@ -10,6 +10,7 @@ from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.clusters.requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
+from apps.tokens.authentication import secrets_withheld
 
 from .progress import QueueSerializer
 
@@ -131,8 +132,13 @@ class ClusterCredentialsSerializer(serializers.Serializer):
 class ConnectionSerializer(serializers.Serializer):
     endpoints = EndpointSerializer(many=True)
     strings = ConnectionStringSerializer(many=True)
-    credentials = ClusterCredentialsSerializer(allow_null=True, help_text="owner and staff only")
+    credentials = ClusterCredentialsSerializer(
+        allow_null=True, help_text="owner and staff only; null for a read-only token"
+    )
     credentials_hidden = serializers.BooleanField()
+    credentials_note = serializers.CharField(
+        help_text="why the credentials are hidden from this caller (a read-only token), or empty"
+    )
     ssh = serializers.DictField(allow_null=True, help_text="command, user, address, port")
     web_uis = serializers.ListField(child=serializers.DictField())
 
@@ -231,8 +237,9 @@ class ClusterDetailSerializer(ClusterSerializer):
     @extend_schema_field(ConnectionSerializer)
     def get_connection(self, cluster: Cluster) -> dict:
         """Connection strings, credentials (owner and staff only), ssh login and web UIs."""
-        viewer = self.context["request"].user
-        return connection.connection_details(cluster, viewer).as_dict()
+        request = self.context["request"]
+        withheld = secrets_withheld(request)
+        return connection.connection_details(cluster, request.user, withheld).as_dict()
 
 
 class LaunchSerializer(serializers.Serializer):

@@ -62,3 +62,69 @@ def test_the_cesga_detail_carries_the_same_connection(cesga, spark):
         for role in ("master", "worker")
     }
     assert {s["name"]: s["ports"] for s in services} == declared
+
+
+# A read-only token reads a cluster as its owner does, but never its credentials.
+
+
+def assert_no_secrets(response, made) -> None:
+    text = response.content.decode()
+    assert made.password not in text and made.secret not in text
+
+
+def test_a_read_only_token_reads_no_credentials(api, spark):
+    cluster, made = spark
+
+    for path in (
+        f"/api/v1/clusters/{cluster.id}",
+        f"/api/v1/clusters/alice/spark/4.3.0/{cluster.id}",
+    ):
+        response = api("read_only").get(path)
+
+        assert response.status_code == 200
+        assert_no_secrets(response, made)
+        connection = response.json()["connection"]
+        assert connection["credentials"] is None and connection["credentials_hidden"] is True
+        assert "read-only token" in connection["credentials_note"]
+        # The connection strings still come, with placeholders for the secrets.
+        strings = [s["value"] for s in connection["strings"]]
+        assert any("<secret>" in s for s in strings if s.startswith("spark-submit"))
+
+
+def test_a_read_only_token_lists_clusters_without_credentials(api, spark):
+    _cluster, made = spark
+    response = api("read_only").get("/api/v1/clusters")
+    assert response.status_code == 200 and response.json()["results"]
+    assert_no_secrets(response, made)
+
+
+def test_a_read_write_token_and_the_session_still_read_them(api, client, alice, spark):
+    cluster, made = spark
+    assert (
+        api("owner").get(f"/api/v1/clusters/{cluster.id}").json()["connection"]["credentials_note"]
+        == ""
+    )
+    client.force_login(alice)
+    body = client.get(f"/api/v1/clusters/{cluster.id}").json()
+    assert body["connection"]["credentials"]["secret"] == made.secret
+
+
+def test_a_read_only_token_reads_no_credentials_on_the_cesga_surface(cesga, spark):
+    cluster, made = spark
+
+    for path in (
+        f"/bigdata/api/v1/clusters/alice/spark/4.3.0/{cluster.id}",
+        f"/bigdata/api/v1/instances/alice/spark/4.3.0/{cluster.id}",
+        f"/bigdata/api/v1/clusters/alice/spark/4.3.0/{cluster.id}/nodes",
+        f"/bigdata/api/v1/clusters/alice/spark/4.3.0/{cluster.id}/services",
+        "/bigdata/api/v1/clusters",
+        "/bigdata/api/v1/instances",
+    ):
+        response = cesga("read_only").get(path)
+
+        assert response.status_code == 200, path
+        assert_no_secrets(response, made)
+    data = cesga("read_only").get(f"/bigdata/api/v1/clusters/alice/spark/4.3.0/{cluster.id}")
+    connection = data.json()["data"]["connection"]
+    assert connection["credentials"] is None
+    assert "read-only token" in connection["credentials_note"]

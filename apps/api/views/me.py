@@ -9,6 +9,7 @@ from rest_framework.viewsets import GenericViewSet
 from apps.accounts.models import Quota
 from apps.accounts.requests import signed_in_user
 from apps.clusters.quotas import default_limits, group_usage, user_usage
+from apps.tokens.authentication import token_of
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token, revoke
 
@@ -74,7 +75,9 @@ class TokenViewSet(CallersRowsViewSet):
         asked = TokenCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         user = signed_in_user(request)
-        issued = issue_token(user, **asked.validated_data, actor=user)
+        # A token-authenticated request makes no token that outlives the one it uses.
+        made_with = token_of(request)
+        issued = issue_token(user, **asked.validated_data, actor=user, made_with=made_with)
         data = {**TokenSerializer(issued.token).data, "token": issued.secret}
         return Response(data, status=status.HTTP_201_CREATED)
 
