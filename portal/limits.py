@@ -5,6 +5,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE. Django applies that setting only when a view reads
 (no Content-Length) escapes it altogether."""
 
 import io
+import re
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
@@ -15,6 +16,8 @@ API_PREFIXES = ("/api/", "/bigdata/api/")
 # The CESGA surface names its errors in words (apps.api.cesga.views.WORDS).
 CESGA_WORDS = {400: "bad request", 413: "payload too large"}
 API_CODES = {400: "invalid", 413: "payload_too_large"}
+# Where jobs are submitted with their files (the API and the cluster page's form).
+JOB_SUBMIT = re.compile(r"^/(api/v1/)?clusters/\d+/jobs/?$")
 
 
 def refuse(request: HttpRequest, status: int, message: str, **extra: object) -> HttpResponse:
@@ -49,9 +52,13 @@ class RequestLimitsMiddleware:
         if bad:
             fields = dict.fromkeys(bad, "contains a NUL byte")
             return refuse(request, 400, "invalid request: " + ", ".join(bad), fields=fields)
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit, why = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, ""
+        if limit is not None and JOB_SUBMIT.match(request.path_info):
+            # A job's files: apps.jobs checks each against its caps and names them.
+            limit += settings.JOB_UPLOAD_MAX_BYTES
+            why = f" (a job's files may total {settings.JOB_UPLOAD_MAX_BYTES} bytes)"
         if limit is not None and self._too_large(request, limit):
-            return refuse(request, 413, f"the request body is larger than {limit} bytes")
+            return refuse(request, 413, f"the request body is larger than {limit} bytes{why}")
         return self.get_response(request)
 
     @staticmethod

@@ -7,6 +7,8 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
   node API timeout. Run enough worker slots that one silent node (a launch retrying it for
   NODE_API_TIMEOUT x NODE_API_RETRIES) does not hold up everyone.
 - nodes: long jobs on one node (fio disk benchmarks: minutes per disk).
+- jobs: users' Spark and MapReduce jobs (apps.jobs): a worker slot follows each job for as
+  long as it runs.
 - periodic: beat's passes (reconcile, expire leases, admit queued clusters, resume stalled
   ones) and other short housekeeping (the health check's ping). A reconcile pass asks every
   node at once and takes one node timeout at worst; it must not wait behind launches, nor
@@ -16,10 +18,11 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
 CLUSTERS = "clusters"
 NODES = "nodes"
 PERIODIC = "periodic"
+JOBS = "jobs"
 DEFAULT = PERIODIC
 
 # Every queue a worker started by `./platter run` or the tests consumes (`celery worker -Q`).
-ALL_QUEUES = [CLUSTERS, NODES, PERIODIC]
+ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, JOBS]
 
 # Task name -> queue (settings.CELERY_TASK_ROUTES is built from it). A new task gets a line
 # here: which kind of work is it? (workers/tests/test_queues.py checks that each has one.)
@@ -31,6 +34,7 @@ TASK_QUEUES = {
     "platter.destroy_cluster": CLUSTERS,
     "platter.sync_ssh_keys": CLUSTERS,  # an exec per live cluster of the user
     "platter.bench_disks": NODES,
+    "platter.run_job": JOBS,  # as long as the user's job runs
     "platter.reconcile": PERIODIC,
     "platter.expire_leases": PERIODIC,
     "platter.admit_queued": PERIODIC,

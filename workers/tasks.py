@@ -89,3 +89,11 @@ def sync_ssh_keys(user_id: int) -> dict:
     from .ssh_keys import push_keys
 
     return push_keys(user_id)
+
+
+@shared_task(name="platter.run_job")
+def run_job(job_id: int) -> str:
+    """Run a job on its cluster and follow it to its end (as long as the job runs)."""
+    from .jobs import run_job as run
+
+    return run(job_id)

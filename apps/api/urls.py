@@ -8,6 +8,8 @@ from drf_spectacular.views import (
 )
 from rest_framework.routers import SimpleRouter
 
+from apps.jobs.api.views import ClusterJobsView, JobViewSet
+
 from .views.clusters import ClusterViewSet
 from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
 from .views.keys import SSHKeyViewSet
@@ -26,6 +28,7 @@ router.register("ssh-keys", SSHKeyViewSet, basename="ssh-key")
 router.register("nodes", NodeViewSet, basename="node")
 router.register("disks", DiskViewSet, basename="disk")
 router.register("quotas", QuotaViewSet, basename="quotas")
+router.register("jobs", JobViewSet, basename="job")
 
 # The docs pages keep the portal's CSP for scripts (the Swagger UI's start-up script is served
 # as a file by the split view) but their bundles set inline styles, and Redoc runs its search
@@ -39,6 +42,7 @@ urlpatterns = [
     path("usage.csv", UsageCsvView.as_view(), name="usage-csv"),
     path("products/<str:product>/<str:version>", VersionView.as_view(), name="version"),
     path("quota", QuotaView.as_view(), name="quota"),
+    path("clusters/<int:cluster_id>/jobs", ClusterJobsView.as_view(), name="cluster-jobs"),
     path(
         LONG,
         ClusterViewSet.as_view({"get": "retrieve", "delete": "destroy"}),

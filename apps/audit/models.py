@@ -29,6 +29,8 @@ class AuditEvent(models.Model):
         DISK_FAIL = "disk.fail"
         DISK_RETIRE = "disk.retire"
         DISK_AVAILABLE = "disk.available"
+        JOB_SUBMIT = "job.submit"
+        JOB_CANCEL = "job.cancel"
 
     time = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
     # None: the system did it (beat expiring a lease, the reconciler marking a node down).

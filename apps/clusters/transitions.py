@@ -38,6 +38,10 @@ TRANSITION_CTES = """moved AS (
 )"""
 
 
+# A cluster moving into these states ends its queued and running jobs as failed.
+JOBS_END_IN = (S.STOPPING, S.STOPPED, S.FAILED, S.DESTROYING, S.DESTROYED)
+
+
 class TransitionError(ValueError):
     """A transition the state machine does not have."""
 
@@ -84,4 +88,9 @@ def transition(cluster_id: int, expected: str | Iterable[str], to: str, reason: 
     ctes, params = transition_ctes(cluster_id, expected, to, reason)
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {ctes} SELECT COUNT(*) FROM logged", params)  # noqa: S608  (our constants)
-        return cursor.fetchone()[0] > 0
+        moved = cursor.fetchone()[0] > 0
+    if moved and to in JOBS_END_IN:  # its jobs cannot go on (apps.jobs)
+        from apps.jobs.services import end_live_jobs
+
+        end_live_jobs(cluster_id, f"the cluster is {to}" + (f": {reason}" if reason else ""))
+    return moved

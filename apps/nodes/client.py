@@ -210,6 +210,75 @@ class NodeClient:
             output = member.read().decode(errors="replace") if member else ""
         return state["ExitCode"], output
 
+    # -------------------------------------------------------------- files and long commands
+    # Jobs (workers/jobs.py): files copied in, a command left running, its output read back
+    # in parts. All plain HTTP requests, so they work over every transport.
+
+    def put_files(self, container: str, folder: str, files: dict[str, bytes]) -> None:
+        """Write `files` (name -> content) into `folder` of the container, making the folder."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            parts = folder.strip("/").split("/")
+            for depth in range(1, len(parts) + 1):
+                entry = tarfile.TarInfo("/".join(parts[:depth]))
+                entry.type, entry.mode, entry.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                archive.addfile(entry)
+            for name, content in files.items():
+                entry = tarfile.TarInfo(f"{'/'.join(parts)}/{name}")
+                entry.size, entry.mode, entry.mtime = len(content), 0o644, int(time.time())
+                archive.addfile(entry, io.BytesIO(content))
+        data = buffer.getvalue()
+        self._call(lambda api: api.put_archive(container, "/", data), f"copy files to {container}")
+
+    def start_exec(
+        self, container: str, argv: list[str], environment: dict[str, str] | None = None
+    ) -> str:
+        """Start argv in the container and leave it running; returns the exec's id, for
+        exec_status. Its output goes where argv sends it (nothing is attached)."""
+        what = f"exec in {container}"
+        created = self._call(
+            lambda api: api.exec_create(container, argv, environment=environment), what
+        )
+        self._call(lambda api: api.exec_start(created["Id"], detach=True), what)
+        return created["Id"]
+
+    def exec_status(self, exec_id: str) -> int | None:
+        """The exit code of an exec started by start_exec, or None while it runs."""
+        state = self._call(lambda api: api.exec_inspect(exec_id), "inspect an exec")
+        return None if state["Running"] else state["ExitCode"]
+
+    def read_file(self, container: str, path: str, offset: int, limit: int) -> bytes:
+        """At most `limit` bytes of a file in the container from byte `offset` on (b"" when
+        there are none, or no file yet): a growing log, read in parts."""
+        part = f"{path}.part"
+        command = f"tail -c +{offset + 1} {path} 2>/dev/null | head -c {limit} >{part}"
+        exec_id = self.start_exec(container, ["sh", "-c", command])
+        deadline, pause = time.monotonic() + settings.NODE_API_TIMEOUT, 0.01
+        while (code := self.exec_status(exec_id)) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {path} took over {settings.NODE_API_TIMEOUT} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+        if code != 0:
+            return b""
+        _size, data = self.get_file(container, part, limit)
+        return data or b""
+
+    def get_file(self, container: str, path: str, limit: int) -> tuple[int, bytes | None]:
+        """The size of a file in the container and its content, None when it is larger than
+        `limit` bytes (not read then). NodeMissing when there is no such file."""
+        stream, stat = self._call(
+            lambda api: api.get_archive(container, path), f"read {path} in {container}"
+        )
+        size = int(stat.get("size", 0))
+        if size > limit:
+            with suppress(Exception):
+                stream.close()  # type: ignore[attr-defined]  # a generator over the response
+            return size, None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile(archive.getmembers()[0])
+            return size, member.read() if member else b""
+
     def logs(
         self,
         container: str,

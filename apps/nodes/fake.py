@@ -46,6 +46,12 @@ class FakeNodes:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
         self.exec_results: dict[str, tuple[int, str]] = {}
+        # Files written by put_files: (node, path) -> content. A started exec ends at once
+        # with program's exit code, having written program's output to the file read_file
+        # reads (any path ending in ".log").
+        self.files: dict[tuple[str, str], bytes] = {}
+        self.started: list[list[str]] = []
+        self.program: tuple[int, bytes] = (0, b"")
         # Called while a helper container runs (it is listed on its node meanwhile), e.g. a
         # reconcile pass in the middle of a long wipe.
         self.during_helper: Callable[[], object] | None = None
@@ -168,6 +174,34 @@ class FakeNodeClient:
         if found.state != "running":
             raise NodeError(self.name, f"exec in {container}: container is not running")
         return self.nodes.exec_results.get(argv[0], (0, ""))
+
+    def put_files(self, container: str, folder: str, files: dict[str, bytes]) -> None:
+        self._get("put_files", container)
+        for name, content in files.items():
+            self.nodes.files[(self.name, f"{folder}/{name}")] = content
+
+    def start_exec(
+        self, container: str, argv: list[str], environment: dict[str, str] | None = None
+    ) -> str:
+        self._get("start_exec", container)
+        self.nodes.started.append(argv)
+        return f"exec{len(self.nodes.started)}"
+
+    def exec_status(self, exec_id: str) -> int | None:
+        self._enter("exec_status", exec_id)
+        return self.nodes.program[0]
+
+    def read_file(self, container: str, path: str, offset: int, limit: int) -> bytes:
+        self._get("read_file", container)
+        output = self.nodes.program[1] if path.endswith(".log") else b""
+        return output[offset : offset + limit]
+
+    def get_file(self, container: str, path: str, limit: int) -> tuple[int, bytes | None]:
+        self._get("get_file", container)
+        content = self.nodes.files.get((self.name, path))
+        if content is None:
+            raise NodeMissing(self.name, f"no file {path}")
+        return len(content), content if len(content) <= limit else None
 
     def logs(self, container: str, tail: int, **options) -> str:
         return "\n".join(self._get("logs", container).log.splitlines()[-tail:])

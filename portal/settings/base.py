@@ -338,6 +338,8 @@ SPECTACULAR_SETTINGS = {
         "InstanceStateEnum": "apps.clusters.models.Instance.State",
         "NodeStateEnum": "apps.inventory.models.Node.State",
         "DiskStateEnum": "apps.inventory.models.Disk.State",
+        "JobStateEnum": "apps.jobs.models.Job.State",
+        "JobKindEnum": "apps.jobs.models.Job.Kind",
     },
 }
 
@@ -428,6 +430,8 @@ _TIME_LIMITS = {
     "clusters": envint("PLATTER_CLUSTER_TASK_TIME_LIMIT", 1800),
     "nodes": envint("PLATTER_NODE_TASK_TIME_LIMIT", 4 * 3600),
     "periodic": envint("PLATTER_PERIODIC_TASK_TIME_LIMIT", 300),
+    # A job's worker kills it at JOB_MAX_SECONDS (24 h by default) and ends it; this is later.
+    "jobs": envint("PLATTER_JOB_TASK_TIME_LIMIT", 24 * 3600 + 600),
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {"time_limit": _TIME_LIMITS[queue]} for name, queue in TASK_QUEUES.items()
@@ -500,3 +504,16 @@ STREAM_FOLLOW_SECONDS = envint("PLATTER_STREAM_FOLLOW_SECONDS", 300)
 PROXY_DEADLINE_SECONDS = envint("PLATTER_PROXY_DEADLINE_SECONDS", 60)
 # A slot a stream keeps pushing on; a dead process's slots free themselves after this long.
 STREAM_SLOT_TTL = 60
+
+# ---------------------------------------------------------------- jobs (issue 30)
+# Spark and MapReduce jobs on running clusters (apps.jobs, workers/jobs.py). Uploads are kept
+# in the database: a cap per file and per job, named in the 413 that refuses more. The driver
+# log keeps its last JOB_LOG_MAX_CHARS characters; a result file downloads up to
+# JOB_RESULT_MAX_BYTES.
+INSTALLED_APPS += ["apps.jobs"]
+JOB_FILE_MAX_BYTES = envint("PLATTER_JOB_FILE_MAX_BYTES", 16 * 1024 * 1024)
+JOB_UPLOAD_MAX_BYTES = envint("PLATTER_JOB_UPLOAD_MAX_BYTES", 64 * 1024 * 1024)
+JOB_LOG_MAX_CHARS = envint("PLATTER_JOB_LOG_MAX_CHARS", 1024 * 1024)
+JOB_RESULT_MAX_BYTES = envint("PLATTER_JOB_RESULT_MAX_BYTES", 16 * 1024 * 1024)
+JOB_POLL_SECONDS = float(envint("PLATTER_JOB_POLL_MS", 500)) / 1000
+JOB_MAX_SECONDS = envint("PLATTER_JOB_MAX_SECONDS", 24 * 3600)

@@ -1,0 +1,217 @@
+"""The jobs API: /clusters/<id>/jobs (list, submit), /jobs, /jobs/<id>, its log (followed
+with ?follow=true), its cancel and its output. Others' jobs answer 404, as their clusters do;
+read-only tokens read (apps.tokens.authentication refuses them anything else)."""
+
+import time
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.http import HttpResponse, HttpResponseBase
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from apps.accounts.requests import signed_in_user
+from apps.api.errors import ApiError
+from apps.api.permissions import visible_clusters
+from apps.api.schema import ErrorSerializer
+from apps.api.views.clusters import LOG_RENDERERS, TEXT, text_stream
+from apps.nodes import NodeError
+
+from .. import results, services
+from ..models import Job, JobFile
+from ..services import JobRefused, JobRequest, Upload
+from .serializers import JobSerializer, JobSubmitSerializer, LogQuerySerializer, OutputsSerializer
+
+REFUSALS = {
+    400: OpenApiResponse(ErrorSerializer, "bad input, named in `fields`"),
+    409: OpenApiResponse(ErrorSerializer, "the cluster is not running, or the job has ended"),
+    413: OpenApiResponse(ErrorSerializer, "an upload over the cap the message names"),
+}
+
+
+def visible_jobs(user) -> QuerySet[Job]:
+    """Jobs on the clusters the user may see (admins: all)."""
+    jobs = Job.objects.select_related("cluster", "owner")
+    return jobs if user.is_staff else jobs.filter(cluster__owner=user)
+
+
+def refused(error: JobRefused) -> ApiError:
+    words = {400: "invalid", 409: "conflict", 413: "payload_too_large"}
+    fields = {error.field: str(error)} if error.field and error.status == 400 else None
+    extra = {"fields": fields} if fields else {}
+    return ApiError(error.status, words[error.status], str(error), **extra)
+
+
+def _properties(raw) -> dict[str, str]:
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    pairs = {}
+    for item in raw:
+        key, sep, value = str(item).partition("=")
+        if not sep:
+            raise JobRefused(f"property {item!r}: write it key=value", "properties")
+        pairs[key] = value
+    return pairs
+
+
+def job_request(request: Request) -> JobRequest:
+    """The submit's fields, from a multipart form (repeated fields, files) or a JSON body."""
+    data, uploads = request.data, request.FILES
+    many = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k) or [])
+    files = [
+        (role, f)
+        for role, key in ((JobFile.Role.MAIN, "main"), (JobFile.Role.PY_FILE, "py_files"))
+        for f in uploads.getlist(key)
+    ] + [(JobFile.Role.FILE, f) for f in uploads.getlist("files")]
+    services.check_upload_sizes({str(f.name): f.size or 0 for _, f in files})
+    args = many("args")
+    properties = data.get("properties") if isinstance(data.get("properties"), dict) else None
+    if not isinstance(args, list):
+        raise JobRefused("args is a list of strings", "args")
+    return JobRequest(
+        kind=str(data.get("kind", "")),
+        main="" if "main" in uploads else str(data.get("main", "")),
+        main_class=str(data.get("main_class", "")),
+        args=[str(a) for a in args],
+        properties=_properties(properties if properties is not None else many("properties")),
+        output_path=str(data.get("output", "")),
+        uploads=[Upload(role, str(f.name), f.read()) for role, f in files],
+    )
+
+
+class ClusterJobsView(GenericAPIView):
+    """A cluster's jobs, newest first; POST submits one (multipart, with its files)."""
+
+    serializer_class = JobSerializer
+
+    def get_queryset(self) -> QuerySet[Job]:
+        if getattr(self, "swagger_fake_view", False):
+            return Job.objects.none()
+        return visible_jobs(self.request.user).filter(cluster=self._cluster())
+
+    def _cluster(self):
+        return get_object_or_404(visible_clusters(self.request.user), id=self.kwargs["cluster_id"])
+
+    def get(self, request: Request, cluster_id: int) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        request={
+            "multipart/form-data": JobSubmitSerializer,
+            "application/json": JobSubmitSerializer,
+        },
+        responses={202: JobSerializer, **REFUSALS},
+    )
+    def post(self, request: Request, cluster_id: int) -> Response:
+        cluster = self._cluster()
+        try:
+            job = services.submit(signed_in_user(request), cluster, job_request(request))
+        except JobRefused as error:
+            raise refused(error) from None
+        data = JobSerializer(job, context={"request": request}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
+    """Your jobs on all your clusters, newest first (admins: everyone's)."""
+
+    serializer_class = JobSerializer
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self) -> QuerySet[Job]:
+        if getattr(self, "swagger_fake_view", False):
+            return Job.objects.none()
+        return visible_jobs(self.request.user)
+
+    @extend_schema(request=None, responses={202: JobSerializer, 409: REFUSALS[409]})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        """Kill the job: a queued one at once, a running one's application by its worker."""
+        job = self.get_object()
+        try:
+            job = services.cancel(job.id, actor=request.user)
+        except JobRefused as error:
+            raise refused(error) from None
+        data = JobSerializer(job, context={"request": request}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[LogQuerySerializer], responses={(200, "text/plain"): OpenApiTypes.STR}
+    )
+    @action(detail=True, methods=["get"], renderer_classes=LOG_RENDERERS)
+    def log(self, request: Request, pk: str) -> HttpResponseBase:
+        """The driver's output as text/plain from character `since` on; X-Log-Next is where
+        to go on from. follow=true streams new output as it comes until the job ends or
+        `seconds` pass. The log keeps its last JOB_LOG_MAX_CHARS characters (X-Log-Cap);
+        X-Log-Dropped counts those asked for but no longer kept."""
+        job = self.get_object()
+        query = LogQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        asked = query.validated_data
+        if asked["follow"]:
+            response = text_stream(follow(job.id, asked["since"], asked["seconds"]))
+        else:
+            part = services.log_since(job, asked["since"])
+            response = HttpResponse(part.text, content_type=TEXT)
+            response["X-Log-Next"] = str(part.next)
+            response["X-Log-Dropped"] = str(part.dropped)
+            response["X-Job-State"] = job.state
+        response["X-Log-Cap"] = str(settings.JOB_LOG_MAX_CHARS)
+        return response
+
+    @extend_schema(responses={200: OutputsSerializer, 409: REFUSALS[409]})
+    @action(detail=True, methods=["get"])
+    def outputs(self, request: Request, pk: str) -> Response:
+        """The files under the job's output path, in the cluster's master container."""
+        job = self.get_object()
+        try:
+            found = results.list_outputs(job)
+        except results.NoResult as error:
+            raise ApiError(409, "no_output", str(error)) from None
+        except NodeError as error:
+            raise ApiError(503, "node_unavailable", str(error)) from None
+        return Response(OutputsSerializer({"path": job.output_path, "files": found}).data)
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"], url_path=r"outputs/(?P<name>.+)")
+    def output(self, request: Request, pk: str, name: str) -> HttpResponseBase:
+        """One file of the output (413 over JOB_RESULT_MAX_BYTES)."""
+        job = self.get_object()
+        try:
+            data = results.read_output(job, name)
+        except results.NoResult as error:
+            raise ApiError(404, "not_found", str(error)) from None
+        except results.ResultTooLarge as error:
+            raise ApiError(413, "payload_too_large", str(error)) from None
+        except NodeError as error:
+            raise ApiError(503, "node_unavailable", str(error)) from None
+        response = HttpResponse(data, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{name.rsplit("/", 1)[-1]}"'
+        return response
+
+
+def follow(job_id: int, since: int, seconds: int) -> Iterator[str]:
+    """The log from `since`, then each new part as the worker stores it (polled), until the
+    job ends or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    position = since
+    while True:
+        job = Job.objects.only("state", "log", "log_start").get(id=job_id)
+        part = services.log_since(job, position)
+        if part.dropped:
+            yield f"[platter: {part.dropped} characters not kept; {services.log_cap_note()}]\n"
+        if part.text:
+            yield part.text
+        position = part.next
+        if job.done or time.monotonic() > deadline:
+            return
+        time.sleep(settings.JOB_POLL_SECONDS)

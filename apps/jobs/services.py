@@ -1,0 +1,270 @@
+"""The rules of jobs: what may be submitted where, the caps on uploads and on the log, and
+every state change as a compare-and-swap, so the worker, a cancel and a cluster that stops
+never both win.
+
+    queued -> running -> succeeded | failed | killed
+    queued -> killed (cancelled before it ran) | failed (its cluster stopped or failed)
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.audit.models import AuditEvent
+from apps.audit.services import Actor, record
+from apps.clusters import jobs as tasks
+from apps.clusters.models import Cluster
+
+from .models import ENDED, LIVE, Job, JobFile
+
+RUN = "platter.run_job"
+K = Job.Kind
+J = Job.State
+# Which product runs which kinds (the product's name in the catalog).
+KINDS_OF_PRODUCT = {"spark": (K.PYSPARK, K.SPARK_JAR), "hadoop": (K.MAPREDUCE,)}
+FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+PROPERTY = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
+OUTPUT_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}$")
+MAX_ARGS = 200
+MAX_ARG_CHARS = 4096
+
+
+class JobRefused(Exception):
+    """The job cannot be submitted or changed; the message says why, `field` names the input
+    at fault (empty: the cluster's or the job's state)."""
+
+    status = 409
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        if field:
+            self.status = 400
+
+
+class UploadTooLarge(JobRefused):
+    """An uploaded file, or all of them together, over the cap the message names."""
+
+    status = 413
+
+
+@dataclass
+class Upload:
+    role: str  # JobFile.Role
+    name: str
+    content: bytes
+
+
+@dataclass
+class JobRequest:
+    """What a user asks to run, from any front door (API, web form, CLI)."""
+
+    kind: str
+    main: str = ""  # a path in the master container when no main file is uploaded
+    main_class: str = ""
+    args: list[str] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    output_path: str = ""
+    uploads: list[Upload] = field(default_factory=list)
+
+
+def size_words(size: int) -> str:
+    return f"{size / 1024 / 1024:.0f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def check_upload_sizes(sizes: dict[str, int]) -> None:
+    """UploadTooLarge naming the file and the cap, before anything is read into memory."""
+    per_file, per_job = settings.JOB_FILE_MAX_BYTES, settings.JOB_UPLOAD_MAX_BYTES
+    for name, size in sizes.items():
+        if size > per_file:
+            raise UploadTooLarge(
+                f"{name} is {size} bytes; the cap per file is {size_words(per_file)}", "files"
+            )
+    if sum(sizes.values()) > per_job:
+        raise UploadTooLarge(
+            f"the files total {sum(sizes.values())} bytes; the cap per job is "
+            f"{size_words(per_job)}",
+            "files",
+        )
+
+
+def _check_cluster(cluster: Cluster, kind: str) -> None:
+    if cluster.state != Cluster.State.RUNNING:
+        why = f" ({cluster.reason})" if cluster.reason else ""
+        raise JobRefused(
+            f"cluster {cluster.name} is {cluster.state}{why}; jobs run only on a running cluster"
+        )
+    product = cluster.version.product.name
+    kinds = KINDS_OF_PRODUCT.get(product)
+    if not kinds:
+        raise JobRefused(f"cluster {cluster.name} runs {product}; jobs run on Spark or Hadoop")
+    if kind not in kinds:
+        allowed = ", ".join(str(k) for k in kinds)
+        raise JobRefused(f"a {product} cluster runs {allowed} jobs, not {kind}", "kind")
+
+
+def _check_request(asked: JobRequest) -> None:
+    if asked.kind not in K.values:
+        raise JobRefused(f"unknown kind {asked.kind!r}: one of {', '.join(K.values)}", "kind")
+    names = [u.name for u in asked.uploads]
+    for name in names:
+        if not FILE_NAME.match(name):
+            raise JobRefused(
+                f"file name {name!r}: letters, digits, '.', '_' and '-' only, at most 128",
+                "files",
+            )
+    if len(set(names)) != len(names):
+        raise JobRefused("two uploaded files have the same name", "files")
+    check_upload_sizes({u.name: len(u.content) for u in asked.uploads})
+    mains = [u for u in asked.uploads if u.role == JobFile.Role.MAIN]
+    if len(mains) > 1:
+        raise JobRefused("one main file per job", "main")
+    main = mains[0].name if mains else asked.main
+    if not main:
+        raise JobRefused("upload the main file, or name one in the container", "main")
+    if not mains and not main.startswith("/"):
+        raise JobRefused(f"{main!r}: upload it, or give an absolute path", "main")
+    suffix = ".py" if asked.kind == K.PYSPARK else ".jar"
+    if not main.endswith(suffix):
+        raise JobRefused(f"a {asked.kind} job's main file ends with {suffix}", "main")
+    if asked.kind == K.SPARK_JAR and not asked.main_class:
+        raise JobRefused("a spark-jar job names its main class", "main_class")
+    if asked.kind != K.PYSPARK and any(u.role == JobFile.Role.PY_FILE for u in asked.uploads):
+        raise JobRefused("--py-files are for pyspark jobs", "py_files")
+    if len(asked.args) > MAX_ARGS or any(len(a) > MAX_ARG_CHARS for a in asked.args):
+        raise JobRefused(f"at most {MAX_ARGS} arguments of {MAX_ARG_CHARS} characters", "args")
+    for key, value in asked.properties.items():
+        if not PROPERTY.match(key) or "\n" in str(value) or "\x00" in str(value):
+            raise JobRefused(f"property {key!r}: a name like spark.executor.memory", "properties")
+    out = asked.output_path
+    if out and (not OUTPUT_PATH.match(out) or ".." in out.split("/")):
+        raise JobRefused(f"output path {out!r}: a relative path within the job's folder", "output")
+
+
+def submit(user: Any, cluster: Cluster, asked: JobRequest, *, actor: Actor = None) -> Job:
+    """A queued job on the cluster with its files, audited; a worker runs it once this
+    commits. JobRefused (or UploadTooLarge) saying why not."""
+    _check_request(asked)
+    main = next((u.name for u in asked.uploads if u.role == JobFile.Role.MAIN), asked.main)
+    with transaction.atomic():
+        locked = Cluster.objects.select_for_update().select_related("version__product")
+        _check_cluster(locked.get(id=cluster.id), asked.kind)
+        job = Job.objects.create(
+            cluster=cluster,
+            owner=user,
+            kind=asked.kind,
+            main=main,
+            main_class=asked.main_class,
+            args=[str(a) for a in asked.args],
+            py_files=[u.name for u in asked.uploads if u.role == JobFile.Role.PY_FILE],
+            files=[u.name for u in asked.uploads if u.role == JobFile.Role.FILE],
+            properties={k: str(v) for k, v in asked.properties.items()},
+            output_path=asked.output_path,
+        )
+        JobFile.objects.bulk_create(
+            JobFile(job=job, role=u.role, name=u.name, size=len(u.content), content=u.content)
+            for u in asked.uploads
+        )
+        record(
+            AuditEvent.Action.JOB_SUBMIT,
+            actor if actor is not None else user,
+            job,
+            object_repr=f"job {job.id} on {cluster.name}",
+            kind=job.kind,
+            main=main,
+            files=len(asked.uploads),
+        )
+        tasks.dispatch(RUN, job.id)
+    return job
+
+
+def cancel(job_id: int, *, actor: Actor = None) -> Job:
+    """Kill a job: a queued one ends killed at once; a running one is marked, and its worker
+    kills the application and ends it killed. JobRefused when it has already ended."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().select_related("cluster").get(id=job_id)
+        if job.state in ENDED:
+            raise JobRefused(f"job {job.id} already {job.state}")
+        if job.state == J.QUEUED:
+            job.state, job.ended, job.reason = J.KILLED, timezone.now(), "cancelled before it ran"
+            job.save(update_fields=["state", "ended", "reason"])
+        elif not job.cancel_requested:
+            job.cancel_requested = True
+            job.save(update_fields=["cancel_requested"])
+        else:
+            return job  # asked twice: audited once
+        record(
+            AuditEvent.Action.JOB_CANCEL,
+            actor,
+            job,
+            object_repr=f"job {job.id} on {job.cluster.name}",
+            was=J.QUEUED if job.state == J.KILLED else J.RUNNING,
+        )
+    return job
+
+
+def end_live_jobs(cluster_id: int, reason: str) -> int:
+    """The cluster stops, fails or goes away: its queued and running jobs end failed with the
+    reason (their workers see it and stop following). Returns how many."""
+    return Job.objects.filter(cluster_id=cluster_id, state__in=LIVE).update(
+        state=J.FAILED, reason=reason, ended=timezone.now()
+    )
+
+
+def start(job_id: int) -> bool:
+    """queued -> running; False when the job was cancelled or ended meanwhile."""
+    moved = Job.objects.filter(id=job_id, state=J.QUEUED).update(
+        state=J.RUNNING, started=timezone.now()
+    )
+    return moved == 1
+
+
+def finish(job_id: int, state: str, exit_code: int | None, reason: str = "") -> bool:
+    """running (or queued, for one that could not start) -> an end state; False when
+    something else ended it first (a cancel before it ran, its cluster stopping)."""
+    moved = Job.objects.filter(id=job_id, state__in=LIVE).update(
+        state=state, exit_code=exit_code, reason=reason, ended=timezone.now()
+    )
+    return moved == 1
+
+
+def append_log(job_id: int, text: str) -> None:
+    """Add output to the job's log, keeping its last JOB_LOG_MAX_CHARS characters (log_start
+    counts those dropped), in one statement."""
+    if not text:
+        return
+    cap = settings.JOB_LOG_MAX_CHARS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE jobs_job SET
+                 log_start = log_start + GREATEST(0, length(log) + length(%(text)s) - %(cap)s),
+                 log = right(log || %(text)s, %(cap)s)
+               WHERE id = %(job)s""",
+            {"text": text, "cap": cap, "job": job_id},
+        )
+
+
+def set_application_id(job_id: int, application_id: str) -> None:
+    Job.objects.filter(id=job_id, application_id="").update(application_id=application_id)
+
+
+@dataclass
+class LogPart:
+    text: str
+    next: int  # the position to ask from next time
+    dropped: int  # characters before `position` no longer kept (over the cap)
+
+
+def log_since(job: Job, position: int = 0) -> LogPart:
+    """The log from character `position` on (0: all that is kept)."""
+    start = max(position, job.log_start)
+    text = job.log[start - job.log_start :]
+    return LogPart(text, job.log_start + len(job.log), max(0, job.log_start - position))
+
+
+def log_cap_note() -> str:
+    return f"the log keeps the last {settings.JOB_LOG_MAX_CHARS} characters"
