@@ -39,6 +39,7 @@ TASK_QUEUES = {
     "platter.expire_leases": PERIODIC,
     "platter.admit_queued": PERIODIC,
     "platter.resume_stalled": PERIODIC,
+    "platter.warn_budgets": PERIODIC,
 }
 
 

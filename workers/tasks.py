@@ -7,6 +7,7 @@ its task delivered again (settings: acks_late, reject_on_worker_lost)."""
 from celery import Task, shared_task
 
 from apps.clusters import admission, services
+from apps.usage import budgets
 
 from . import operations, reconciler
 
@@ -21,6 +22,12 @@ def ping() -> str:
 def expire_leases() -> list[int]:
     """Destroy (data kept) every cluster whose lease ended; run by beat."""
     return services.expire_leases()
+
+
+@shared_task(name="platter.warn_budgets")
+def warn_budgets() -> int:
+    """Warn the groups past 80 % of a monthly budget (once a month each); run by beat."""
+    return budgets.warn_budgets()
 
 
 @shared_task(name="platter.admit_queued")

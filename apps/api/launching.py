@@ -13,6 +13,7 @@ from apps.clusters import names
 from apps.clusters.models import Cluster
 from apps.clusters.requests import parse_launch
 from apps.clusters.services import launch
+from apps.usage.budgets import check_budgets
 
 # Keys of POST /clusters that name the version rather than launch it.
 VERSION_KEYS = ("product", "version")
@@ -30,6 +31,7 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
             {"options": f"must be a JSON object, got {type(body).__name__}"}
         )
     request = parse_launch(version, {k: v for k, v in body.items() if k not in VERSION_KEYS}, user)
+    check_budgets(user)  # BudgetExceeded: a 403 naming the group's budget
     name = request.name or _default_name(user, version)
     return launch(
         user,

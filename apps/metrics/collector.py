@@ -10,14 +10,16 @@ from collections.abc import Iterator
 
 import redis
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from apps.clusters.models import Cluster, DiskAllocation
 from apps.inventory.capacity import active_sum, free_disks
 from apps.inventory.models import Disk, Node
+from apps.usage.services import all_time_by_group
 from portal import queues
 
 from . import recorded, store
@@ -132,6 +134,28 @@ def queue_metrics() -> Iterator[Metric]:
     yield family
 
 
+USAGE_CACHE_SECONDS = 60
+USAGE_HELP = {
+    "core_h": ("platter_usage_core_hours", "Core-hours clusters held, per quota group."),
+    "mem_gb_h": ("platter_usage_memory_gb_hours", "Memory GB-hours held, per quota group."),
+    "hdd_h": ("platter_usage_hdd_hours", "HDD disk-hours held (stopped included), per group."),
+    "ssd_h": ("platter_usage_ssd_hours", "SSD disk-hours held (stopped included), per group."),
+}
+
+
+def usage_metrics() -> Iterator[Metric]:
+    """apps.usage's all-time figures per quota group, as counters (cached a minute: they read
+    every cluster's life)."""
+    by_group = cache.get_or_set(
+        "metrics:usage-by-group", all_time_by_group, timeout=USAGE_CACHE_SECONDS
+    )
+    for figure, (name, text) in USAGE_HELP.items():
+        family = CounterMetricFamily(name, text, labels=["group"])
+        for group, figures in sorted(by_group.items()):
+            family.add_metric([group or "none"], figures[figure])
+        yield family
+
+
 class PlatterCollector:
     """A prometheus_client collector; every scrape reads everything afresh."""
 
@@ -140,6 +164,11 @@ class PlatterCollector:
         yield from disk_metrics()
         yield from node_metrics()
         redis_up = 1
+        try:
+            yield from usage_metrics()
+        except (redis.RedisError, OSError) as error:
+            log.warning("usage figures left out of the scrape: %s", error)
+            redis_up = 0
         try:
             families = [*queue_metrics(), *store.read(recorded.ALL)]
         except (redis.RedisError, OSError) as error:

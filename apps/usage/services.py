@@ -17,12 +17,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet
+from django.contrib.auth.models import Group
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from apps.accounts.models import Quota
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
 
+from .models import Budget
 from .timeline import Span, by_day, compute_spans, day_window, intersect
 
 FIGURES = ("core_h", "mem_gb_h", "hdd_h", "ssd_h")
@@ -66,12 +68,18 @@ class Total:
 
 
 def quota_groups(user_ids: Iterable[int]) -> dict[int, str]:
-    """Each user's quota group: the first (by quota id) of their groups that has a quota."""
-    found: dict[int, str] = {}
-    quotas = Quota.objects.filter(group__user__in=list(user_ids)).order_by("id")
-    for user_id, name in quotas.values_list("group__user", "group__name"):
-        found.setdefault(user_id, name)
-    return found
+    """Each user's group for accounting: the first (by name) of their groups that has a quota
+    or a budget, else their first group, else none ("")."""
+    memberships = Group.objects.filter(user__in=list(user_ids)).annotate(
+        counted=Exists(Quota.objects.filter(group=OuterRef("pk")))
+        | Exists(Budget.objects.filter(group=OuterRef("pk")))
+    )
+    found: dict[int, tuple[bool, str]] = {}
+    for user_id, name, counted in memberships.values_list("user", "name", "counted"):
+        rank = (not counted, name)  # counted groups first, then by name
+        if user_id not in found or rank < found[user_id]:
+            found[user_id] = rank
+    return {user_id: name for user_id, (_, name) in found.items()}
 
 
 def usage_rows(clusters: QuerySet[Cluster], first: date, last: date, now: datetime | None = None):
@@ -173,3 +181,14 @@ def visible_clusters(user, *, everyone: bool = False, username: str = "", group:
         members = get_user_model().objects.filter(groups__name=group)
         clusters = clusters.filter(owner__in=members)
     return clusters
+
+
+def all_time_by_group(now: datetime | None = None) -> dict[str, dict[str, float]]:
+    """Every figure since the first cluster, per quota group ("" for users in none): the
+    counters /metrics exports. Reads every cluster's life, so /metrics caches it a minute."""
+    now = now or timezone.now()
+    first = Cluster.objects.order_by("created").values_list("created", flat=True).first()
+    if first is None:
+        return {}
+    rows = usage_rows(Cluster.objects.all(), first.date(), now.date(), now)
+    return {t.key: t.as_dict() for t in totals(rows, "group")}

@@ -147,6 +147,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
 
 CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30.0}
 CELERY_BEAT_SCHEDULE["resume-stalled"] = {"task": "platter.resume_stalled", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["warn-budgets"] = {"task": "platter.warn_budgets", "schedule": 300.0}
 # A cluster in a working state (placing, configuring, stopping, destroying) this long with no
 # worker on it lost its task: beat hands it to the workers again.
 STALL_SECONDS = envint("PLATTER_STALL_SECONDS", 600)

@@ -88,3 +88,19 @@ def test_a_bad_range_or_grouping_gets_a_400_naming_it(api, query, problem):
     answer = api("owner").get("/api/v1/usage", query)
     assert answer.status_code == 400
     assert problem in answer.content.decode()
+
+
+def test_a_launch_by_a_member_of_a_group_past_its_budget_gets_a_403_naming_it(
+    api, alice, demo, network
+):
+    from django.contrib.auth.models import Group
+
+    from apps.usage.models import Budget
+
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    Budget.objects.create(group=team, disk_hours_per_month=0)
+    refused = api("owner").post("/api/v1/products/demo/1.0", {"size": 1}, format="json")
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["message"].startswith("the budget of group team is 0 disk-hours")
+    assert not Cluster.objects.filter(owner=alice).exists()

@@ -8,7 +8,7 @@ import pytest
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation
 from apps.clusters.reservation import reserve
 from apps.clusters.services import finish_destroy, request_destroy
-from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.tests.factories import make_cluster, make_node, wants
 from apps.clusters.transitions import transition
 from apps.usage.services import grand_total, totals, usage_rows, visible_clusters
 from apps.usage.timeline import Span, by_day, compute_spans
@@ -16,11 +16,6 @@ from apps.usage.timeline import Span, by_day, compute_spans
 pytestmark = pytest.mark.django_db
 S = Cluster.State
 T0 = datetime(2026, 3, 9, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def network(db):
-    return make_network()
 
 
 def live(owner, cores=2, memory_mb=2048, disks=1, count=1) -> Cluster:

@@ -11,6 +11,7 @@ from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
 from apps.clusters import services
 from apps.clusters.preview import preview_launch
+from apps.usage.budgets import BudgetExceeded, budgets_for, check_budgets
 
 from ..forms import LaunchForm
 
@@ -36,6 +37,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             parsed = form.launch_request  # set by a valid form: the one launch parser's answer
+            check_budgets(request.user)
             cluster = services.launch(
                 request.user,
                 chosen,
@@ -49,6 +51,8 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
         except OptionsError as exc:
             for name, message in exc.errors.items():
                 form.add_error(name if name in form.fields else None, message)
+        except BudgetExceeded as exc:
+            form.add_error(None, f"Over your group's budget: {exc}")
         except services.QuotaExceeded as exc:
             form.add_error(None, f"Over your quota: {exc}")
         except (ImageUnavailable, services.NeverFits) as exc:
@@ -99,6 +103,7 @@ def _preview(request: HttpRequest, form: LaunchForm) -> dict:
         roles[instance.role] = roles.get(instance.role, 0) + 1
     return {
         "preview": preview_launch(signed_in_user(request), spec.instances),
+        "budgets": budgets_for(signed_in_user(request)),
         "spec": spec,
         "roles": roles.items(),
         **missing,

@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from apps.accounts.requests import signed_in_user
+from apps.usage.budgets import budgets_for
 from apps.usage.chart import core_hours_chart
 from apps.usage.export import MAX_DAYS, csv_response
 from apps.usage.services import grand_total, totals, usage_rows, visible_clusters
@@ -62,5 +63,6 @@ def usage(request: HttpRequest) -> HttpResponse:
         "by_group": totals(rows, "group") if staff else [],
         "total": grand_total(rows),
         "csv_query": request.GET.urlencode(),
+        "budgets": budgets_for(user),
     }
     return render(request, "web/usage.html", context)
