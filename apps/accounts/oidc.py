@@ -94,6 +94,10 @@ def create_bound_user(issuer: str, subject: str, username: str) -> Any:
     try:
         with transaction.atomic():
             if User.objects.filter(username__iexact=username).exists():
+                # What an admin needs to link the person to that account, if it is theirs.
+                log.warning(
+                    "OIDC sub %r at %s asks for the taken name %r", subject, issuer, username
+                )
                 raise SignInRefused(
                     f"the user name {username!r} belongs to another Platter account; "
                     "ask the portal's admins to link your sign-in to it or to rename it"
