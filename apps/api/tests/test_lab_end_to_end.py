@@ -77,6 +77,21 @@ def test_a_token_launches_reads_and_destroys_a_lab_cluster(
     assert all(d["holder"] is None and d["state"] == Disk.State.AVAILABLE for d in freed.values())
     assert all(d["keeps_data_of"] is None for d in freed.values())  # wiped, as asked
 
+    # Usage read from the life the worker really drove: cores while the containers existed,
+    # six disks from reservation to release; nothing before the launch or after the destroy.
+    from apps.clusters.models import Cluster
+
+    cluster = Cluster.objects.get(id=running["id"])
+    today = cluster.created.date().isoformat()
+    usage = user.get(
+        f"{api}/usage", params={"from": today, "to": today, "group_by": "cluster"}, timeout=10
+    ).json()
+    (mine,) = [t for t in usage["totals"] if t["key"].endswith(f"#{cluster.id}")]
+    lived = (cluster.destroyed_at - cluster.created).total_seconds() / 3600
+    cores = sum(i["cores"] for i in running["instances"])
+    assert 0 < mine["core_h"] <= cores * lived
+    assert 0 < mine["hdd_h"] + mine["ssd_h"] <= 6 * lived
+
 
 def test_a_launch_beyond_free_capacity_waits_queued_with_the_reason(
     dispatching, lab_cleanup, live_server, alice
