@@ -97,7 +97,8 @@ class InstanceSerializer(serializers.ModelSerializer):
     @extend_schema_field(DiskHeldSerializer(many=True))
     def get_disks(self, instance: Instance) -> list:
         label_destinations(instance.cluster, [instance], "active_allocations")
-        return DiskHeldSerializer(instance.active_allocations, many=True, context=self.context).data
+        held = instance.active_allocations  # type: ignore[attr-defined]  # detail_queryset's
+        return DiskHeldSerializer(held, many=True, context=self.context).data  # type: ignore[return-value]
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -204,8 +205,11 @@ class ClusterDetailSerializer(ClusterSerializer):
     def get_data_path(self, cluster: Cluster) -> list[dict]:
         """Each instance's whole disks (node, device, kind, measured MB/s) and the product
         settings they decide; empty before placement."""
+        # The instances and their disks as the detail query read them (views.detail_queryset).
+        placed = sorted((i for i in cluster.instances.all() if i.active), key=lambda i: i.id)
+        paths = data_path(cluster, placed)
         # many=True makes it a ReturnList, which DRF's stubs type as a ReturnDict.
-        return InstanceDataPathSerializer(data_path(cluster), many=True, context=self.context).data  # type: ignore[return-value]
+        return InstanceDataPathSerializer(paths, many=True, context=self.context).data  # type: ignore[return-value]
 
     @extend_schema_field(ProvisioningSerializer(allow_null=True))
     def get_provisioning(self, cluster: Cluster) -> dict | None:
