@@ -143,15 +143,15 @@ async def _keep(slot: Slot) -> None:
 
 
 async def held(
-    slot: Slot, body: AsyncIterator[T], *, deadline: float, ended: T | None = None
+    slot: Slot | None, body: AsyncIterator[T], *, deadline: float, ended: T | None = None
 ) -> AsyncIterator[T]:
     """The body, with the slot held (and kept fresh) until it ends, the client leaves or
     `deadline` seconds pass; then `ended`, if given, says the deadline cut it. The slot is
-    released whichever way it ends."""
+    released whichever way it ends. Without a slot, only the deadline applies."""
     # The deadline wraps each wait for the body, never a yield: a timeout around a yield would
     # cancel whatever the consumer awaits at that moment (sending to the client).
     end = asyncio.get_running_loop().time() + deadline
-    keeper = asyncio.create_task(_keep(slot))
+    keeper = asyncio.create_task(_keep(slot)) if slot is not None else None
     try:
         while True:
             try:
@@ -160,14 +160,16 @@ async def held(
             except StopAsyncIteration:
                 return
             except TimeoutError:
-                log.info("a %s stream of user %s ended at its deadline", slot.kind, slot.user_id)
+                log.info("a stream ended at its deadline of %s s (%s)", deadline, slot)
                 if ended is not None:
                     yield ended
                 return
             yield chunk
     finally:
-        keeper.cancel()
+        if keeper is not None:
+            keeper.cancel()
         aclose = getattr(body, "aclose", None)
         if aclose is not None:
             await aclose()
-        await slot.arelease()
+        if slot is not None:
+            await slot.arelease()

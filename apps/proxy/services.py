@@ -6,18 +6,19 @@ unknown, so the view answers 404 exactly as for a cluster the user may not see.
 """
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import httpx
-from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 
 from apps.clusters.models import Cluster, Instance
+from portal import streams
 
-from . import headers, origins
+from . import headers, origins, transport
 from .rewrite import LinkRewriter, link_pattern, rewrite_location
+from .transport import UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +41,6 @@ FORWARDED_REQUEST_HEADERS = {
 }
 REWRITTEN_TYPES = ("text/html", "text/css", "application/xhtml+xml")
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
-
-
-class UpstreamError(Exception):
-    """The UI did not answer usefully; the message is shown on the 502 page."""
 
 
 @dataclass(frozen=True)
@@ -131,43 +128,46 @@ def request_headers(request: HttpRequest) -> dict[str, str]:
 
 
 def forward(
-    request: HttpRequest, target: Target, path: str, *, sandbox: bool = False
+    request: HttpRequest,
+    target: Target,
+    path: str,
+    *,
+    sandbox: bool = False,
+    user_id: int | None = None,
 ) -> StreamingHttpResponse:
     """Send the request to the UI and stream its answer back, rewritten for the proxy
-    (sandbox: the answer is served on the portal's own origin)."""
-    timeout = httpx.Timeout(
-        settings.PROXY_READ_TIMEOUT, connect=settings.PROXY_CONNECT_TIMEOUT, pool=5
+    (sandbox: the answer is served on the portal's own origin).
+
+    The exchange runs on an event loop with httpx's async client (transport.py): under ASGI
+    the server's own, so the body streams without holding a thread; the whole of it ends by
+    PROXY_DEADLINE_SECONDS. With user_id it holds one of that user's stream slots
+    (portal.streams: TooManyStreams when they have the most open)."""
+    slot = streams.claim(user_id, "proxy") if user_id is not None else None
+    exchange = transport.Exchange(
+        request.method or "GET",
+        upstream_url(target, path, request.META.get("QUERY_STRING", "")),
+        request_headers(request),
+        request.body,
+        f"{target.hostname}:{target.port}",
     )
-    # trust_env=False: HTTP(S)_PROXY of the portal's environment never sees cluster traffic.
-    client = httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False)
-    where = f"{target.hostname}:{target.port}"
+    runner = transport.runner_for(request)
     try:
-        upstream = client.send(
-            client.build_request(
-                request.method or "GET",
-                upstream_url(target, path, request.META.get("QUERY_STRING", "")),
-                headers=request_headers(request),
-                content=request.body,
-            ),
-            stream=True,
-        )
-    except httpx.TimeoutException as error:
-        client.close()
-        raise UpstreamError(f"{where} did not answer in time ({type(error).__name__})") from None
-    except httpx.HTTPError as error:
-        client.close()
-        raise UpstreamError(f"{where} is not answering: {type(error).__name__}") from None
-    try:
-        return _response(upstream, client, target, request, sandbox)
-    except Exception:
-        upstream.close()
-        client.close()
+        upstream = runner.run(exchange.open())
+        response = _response(upstream, exchange, target, request, sandbox)
+    except BaseException:
+        runner.run(exchange.close())
+        runner.stop()
+        if slot is not None:
+            slot.release()
         raise
+    body = streams.held(slot, _body(upstream, exchange, target), deadline=exchange.remaining())
+    response.streaming_content = runner.stream(body)
+    return response
 
 
 def _response(
     upstream: httpx.Response,
-    client: httpx.Client,
+    exchange: "transport.Exchange",
     target: Target,
     request: HttpRequest,
     sandbox: bool,
@@ -187,30 +187,42 @@ def _response(
                 f"{target.hostname}:{target.port} redirected outside the cluster; "
                 "the portal does not follow it"
             )
-    content_type = upstream.headers.get("content-type", "").split(";")[0].strip().lower()
-    rewriting = content_type in REWRITTEN_TYPES
-    if rewriting:
-        chunks = LinkRewriter(
-            link_pattern(cluster_root_path(target.cluster_id)), target.prefix
-        ).rewrite(upstream.iter_bytes())
-    else:
-        chunks = upstream.iter_raw()
-    response = StreamingHttpResponse(
-        _closing(chunks, upstream, client, target), status=upstream.status_code
-    )
+    response = StreamingHttpResponse(status=upstream.status_code)
     for name, value in headers.response_headers(
-        upstream.headers.multi_items(), rewriting=rewriting, sandbox=sandbox, location=location
+        upstream.headers.multi_items(),
+        rewriting=_rewriting(upstream),
+        sandbox=sandbox,
+        location=location,
     ):
         response.headers[name] = value
     return response
 
 
-def _closing(
-    chunks: Iterator[bytes], upstream: httpx.Response, client: httpx.Client, target: Target
-) -> Iterator[bytes]:
-    """The body; the upstream connection is closed when the body ends or the client leaves."""
+def _rewriting(upstream: httpx.Response) -> bool:
+    content_type = upstream.headers.get("content-type", "").split(";")[0].strip().lower()
+    return content_type in REWRITTEN_TYPES
+
+
+async def _body(
+    upstream: httpx.Response, exchange: "transport.Exchange", target: Target
+) -> AsyncIterator[bytes]:
+    """The body as it comes, each socket read at most 64 KiB (httpcore's read size; asking
+    httpx for a chunk size would hold bytes back until it fills), links rewritten in HTML and CSS;
+    the upstream connection is closed when it ends, the client leaves or the deadline
+    passes."""
     try:
-        yield from chunks
+        if _rewriting(upstream):
+            rewriter = LinkRewriter(
+                link_pattern(cluster_root_path(target.cluster_id)), target.prefix
+            )
+            async for chunk in upstream.aiter_bytes():
+                if out := rewriter.feed(chunk):
+                    yield out
+            if out := rewriter.flush():
+                yield out
+        else:
+            async for chunk in upstream.aiter_raw():
+                yield chunk
     except httpx.HTTPError as error:
         # Headers are sent already: the browser sees a cut-off body, the log says why.
         log.warning(
@@ -221,5 +233,4 @@ def _closing(
             type(error).__name__,
         )
     finally:
-        upstream.close()
-        client.close()
+        await exchange.close()

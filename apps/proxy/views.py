@@ -26,6 +26,7 @@ from django.views.decorators.http import require_safe
 
 from apps.api.permissions import visible_clusters
 from apps.clusters.models import Cluster
+from portal import streams
 
 from . import origins, services, tickets
 
@@ -47,7 +48,7 @@ def portal_web_ui(
         # Sandboxed pages post with "Origin: null" and no portal CSRF token: read-only.
         if request.method not in origins.SAFE_METHODS and not origins.same_origin(request):
             return _message(request, "Writes to a web UI must come from its own pages.", 403)
-        return _serve(request, cluster, target, path, sandbox=True)
+        return _serve(request, cluster, target, path, sandbox=True, user_id=request.user.pk)
     return _message(
         request,
         "This site serves no web UIs: its administrator has not set PLATTER_UI_DOMAIN.",
@@ -117,7 +118,15 @@ def ui_host_web_ui(
     cluster, target = _find(grant.user, cluster_id, hostname, port)
     if request.method not in origins.SAFE_METHODS and not origins.same_origin(request):
         return _message(request, "Writes to a web UI must come from its own pages.", 403)
-    return _serve(request, cluster, target, path, sandbox=False, portal=grant.portal_origin)
+    return _serve(
+        request,
+        cluster,
+        target,
+        path,
+        sandbox=False,
+        portal=grant.portal_origin,
+        user_id=grant.user.pk,
+    )
 
 
 def _find(user, cluster_id: int, hostname: str, port: int) -> tuple[Cluster, services.Target]:
@@ -137,9 +146,12 @@ def _serve(
     *,
     sandbox: bool,
     portal: str = "",
+    user_id: int | None = None,
 ) -> HttpResponseBase:
     try:
-        return services.forward(request, target, path, sandbox=sandbox)
+        return services.forward(request, target, path, sandbox=sandbox, user_id=user_id)
+    except streams.TooManyStreams as error:  # the user's open streams, counted per user
+        return _message(request, str(error), 429)
     except services.UpstreamError as error:
         page = portal + reverse("web:cluster", args=[cluster.id], urlconf=settings.ROOT_URLCONF)
         context = {"cluster": cluster, "target": target, "reason": str(error), "page": page}
