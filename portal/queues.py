@@ -7,6 +7,9 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
   node API timeout. Run enough worker slots that one silent node (a launch retrying it for
   NODE_API_TIMEOUT x NODE_API_RETRIES) does not hold up everyone.
 - nodes: long jobs on one node (fio disk benchmarks: minutes per disk).
+- ssh_keys: pushing a user's changed SSH keys into their live clusters (an exec of up to 30 s
+  per cluster); at most one run per user waits at a time (apps.accounts.ssh_sync), and a user
+  with many clusters only ever delays other key changes, never a launch.
 - jobs: users' Spark and MapReduce jobs (apps.jobs): a worker slot follows each job for as
   long as it runs.
 - periodic: beat's passes (reconcile, expire leases, admit queued clusters, resume stalled
@@ -18,11 +21,12 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
 CLUSTERS = "clusters"
 NODES = "nodes"
 PERIODIC = "periodic"
+SSH_KEYS = "ssh_keys"
 JOBS = "jobs"
 DEFAULT = PERIODIC
 
 # Every queue a worker started by `./platter run` or the tests consumes (`celery worker -Q`).
-ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, JOBS]
+ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, JOBS, SSH_KEYS]
 
 # Task name -> queue (settings.CELERY_TASK_ROUTES is built from it). A new task gets a line
 # here: which kind of work is it? (workers/tests/test_queues.py checks that each has one.)
@@ -32,7 +36,7 @@ TASK_QUEUES = {
     "platter.stop_cluster": CLUSTERS,
     "platter.start_cluster": CLUSTERS,
     "platter.destroy_cluster": CLUSTERS,
-    "platter.sync_ssh_keys": CLUSTERS,  # an exec per live cluster of the user
+    "platter.sync_ssh_keys": SSH_KEYS,  # an exec per live cluster of the user
     "platter.bench_disks": NODES,
     "platter.run_job": JOBS,  # as long as the user's job runs
     "platter.reconcile": PERIODIC,

@@ -90,12 +90,16 @@ def resume_stalled() -> list[int]:
     return operations.resume_stalled()
 
 
-@shared_task(name="platter.sync_ssh_keys")
-def sync_ssh_keys(user_id: int) -> dict:
-    """A user's SSH keys changed: rewrite authorized_keys in their live clusters."""
-    from .ssh_keys import push_keys
+@shared_task(name="platter.sync_ssh_keys", bind=True)
+def sync_ssh_keys(self: Task, user_id: int) -> dict:
+    """A user's SSH keys changed: rewrite authorized_keys in their live clusters. At most one
+    run per user at a time; a run queued while another runs waits for it."""
+    from .ssh_keys import RUNNING_RETRY_SECONDS, sync
 
-    return push_keys(user_id)
+    report = sync(user_id)
+    if report is None:
+        raise self.retry(countdown=RUNNING_RETRY_SECONDS, max_retries=None)
+    return report
 
 
 @shared_task(name="platter.run_job")

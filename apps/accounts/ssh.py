@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
+from . import ssh_sync
 from .models import SSHKey
 
 KEY_TYPES = (
@@ -33,7 +34,7 @@ MIN_RSA_BITS = 2048
 MAX_COMMENT = 200
 # Every key of a user goes into each of their clusters' environment: a bound keeps it small.
 MAX_KEYS_PER_USER = 50
-SYNC_TASK = "platter.sync_ssh_keys"
+SYNC_TASK = ssh_sync.SYNC_TASK
 
 # Types OpenSSH knows that are refused here, with why.
 _REFUSED_TYPES = {
@@ -196,6 +197,4 @@ def authorized_keys(user_id: int) -> list[str]:
 
 
 def _sync_later(user_id: int) -> None:
-    from apps.clusters import jobs  # accounts is below clusters; the task is sent by name
-
-    jobs.dispatch(SYNC_TASK, user_id)
+    ssh_sync.request_sync(user_id)  # coalesced: at most one pending run per user

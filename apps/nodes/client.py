@@ -30,6 +30,16 @@ from .specs import LOG_DRIVER, LOG_OPTIONS, ContainerSpec
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 EXEC_OUTPUT = "/tmp/.platter-exec-{}"  # noqa: S108 (inside the container, one file per run)
+# An exec's output is read back whole into the worker's memory: the container keeps only its
+# last EXEC_OUTPUT_LIMIT bytes, after a line saying it was cut (what callers show is its end).
+EXEC_OUTPUT_LIMIT = 64 * 1024
+EXEC_CUT = "[output cut to its last {} bytes]"
+_EXEC_SCRIPT = (
+    '"$@" >{file} 2>&1; code=$?; '
+    'if [ "$(wc -c <{file})" -gt {limit} ]; then '
+    '{{ echo "{cut}"; tail -c {limit} {file}; }} >{file}.cut && mv {file}.cut {file}; fi; '
+    "exit $code"
+)
 
 
 class NodeClient:
@@ -174,9 +184,12 @@ class NodeClient:
 
     def exec(self, container: str, argv: list[str], timeout: float) -> tuple[int, str]:
         """Run argv in a running container (which needs a POSIX sh); returns the exit code and
-        the output, or raises TimeoutError when it runs longer than `timeout` seconds."""
+        the output (at most its last EXEC_OUTPUT_LIMIT bytes, saying so when it was cut), or
+        raises TimeoutError when it runs longer than `timeout` seconds."""
         output_file = EXEC_OUTPUT.format(uuid.uuid4().hex[:12])
-        wrapped = ["sh", "-c", f'"$@" >{output_file} 2>&1', "platter-exec", *argv]
+        limit = EXEC_OUTPUT_LIMIT
+        script = _EXEC_SCRIPT.format(file=output_file, limit=limit, cut=EXEC_CUT.format(limit))
+        wrapped = ["sh", "-c", script, "platter-exec", *argv]
         what = f"exec in {container}"
         # An exec starts only once: when the start fails (runc refuses execs into a container
         # whose process is just starting), a new exec is made rather than the same one
@@ -202,9 +215,15 @@ class NodeClient:
                 raise TimeoutError(f"{argv[0]} ran longer than {timeout:.0f} s in {container}")
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
-        stream, _ = self._call(
+        stream, stat = self._call(
             lambda api: api.get_archive(container, output_file), "read exec output"
         )
+        # Bounded here too, for a container whose sh could not cut it (no wc or tail).
+        size = int(stat.get("size", 0))
+        if size > limit + 256:
+            with suppress(Exception):
+                stream.close()  # a generator over the response
+            return state["ExitCode"], f"[output of {size} bytes not read: over {limit} bytes]"
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
             member = archive.extractfile(archive.getmembers()[0])
             output = member.read().decode(errors="replace") if member else ""

@@ -431,6 +431,7 @@ _TIME_LIMITS = {
     "clusters": envint("PLATTER_CLUSTER_TASK_TIME_LIMIT", 1800),
     "nodes": envint("PLATTER_NODE_TASK_TIME_LIMIT", 4 * 3600),
     "periodic": envint("PLATTER_PERIODIC_TASK_TIME_LIMIT", 300),
+    "ssh_keys": envint("PLATTER_SSH_KEYS_TASK_TIME_LIMIT", 1800),
     # A job's worker kills it at JOB_MAX_SECONDS (24 h by default) and ends it; this is later.
     "jobs": envint("PLATTER_JOB_TASK_TIME_LIMIT", 24 * 3600 + 600),
 }

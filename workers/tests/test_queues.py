@@ -18,7 +18,7 @@ from apps.clusters.models import Cluster
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk, Node
 from portal.celery import app
-from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC, TASK_QUEUES
+from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC, SSH_KEYS, TASK_QUEUES
 from workers import tasks
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -42,6 +42,8 @@ def test_every_platter_task_goes_to_a_queue_the_workers_consume():
     for name in ("launch_cluster", "stop_cluster", "start_cluster", "destroy_cluster"):
         assert queue_of(f"platter.{name}") == CLUSTERS
     assert queue_of("platter.bench_disks") == NODES
+    # Key changes wait in a queue of their own, never in front of a launch.
+    assert queue_of("platter.sync_ssh_keys") == SSH_KEYS != CLUSTERS
 
 
 def test_beat_work_is_periodic_expires_and_everything_routed_has_a_time_limit():
