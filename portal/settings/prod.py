@@ -42,6 +42,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
+# __Host-: the browser takes it only host-only, Secure and for "/", so a page on a sibling UI
+# host (the same site) cannot plant one for another cluster's host.
+UI_COOKIE_NAME = "__Host-platter-ui"
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"

@@ -29,7 +29,8 @@ def test_compose_and_caddy_serve_the_wildcard_ui_domain():
 def test_production_accepts_the_ui_hosts_and_keeps_its_cookies_host_only():
     probe = (
         "from django.conf import settings as s; "
-        "print(s.UI_DOMAIN, s.ALLOWED_HOSTS, s.SESSION_COOKIE_DOMAIN, s.CSRF_COOKIE_DOMAIN)"
+        "print(s.UI_DOMAIN, s.ALLOWED_HOSTS, s.SESSION_COOKIE_DOMAIN, s.CSRF_COOKIE_DOMAIN, "
+        "s.UI_COOKIE_NAME)"
     )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PLATTER_", "ALLOWED"))},
@@ -48,5 +49,6 @@ def test_production_accepts_the_ui_hosts_and_keeps_its_cookies_host_only():
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.split("\n")[-2] == (
-        "ui.platter.example.org ['platter.example.org', '.ui.platter.example.org'] None None"
+        "ui.platter.example.org ['platter.example.org', '.ui.platter.example.org'] None None "
+        "__Host-platter-ui"
     )
