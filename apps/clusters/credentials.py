@@ -74,6 +74,11 @@ def ensure_credentials(cluster: Cluster) -> ClusterCredentials:
 
 def credentials_of(cluster: Cluster) -> ClusterCredentials | None:
     """The stored credentials, or None before the cluster was first placed."""
+    if Cluster.credentials.is_cached(cluster):  # joined by the query (the API's detail)
+        try:
+            return cluster.credentials
+        except ClusterCredentials.DoesNotExist:
+            return None
     return ClusterCredentials.objects.filter(cluster=cluster).first()
 
 

@@ -65,21 +65,29 @@ def label_destinations(cluster: Cluster, instances: list[Instance], held: str) -
             allocation.destination = path
 
 
-def data_path(cluster: Cluster) -> list[InstanceDataPath]:
+def data_path(cluster: Cluster, placed: list[Instance] | None = None) -> list[InstanceDataPath]:
     """Every active instance's disks (in /data/N order) and its disk-bound settings; empty
-    before placement and after release."""
-    instances = list(cluster.instances.filter(active=True).select_related("node").order_by("id"))
+    before placement and after release. `placed`: the active instances in id order with their
+    `active_allocations` (disk__node) in disk order, when the caller read them already (the
+    API's detail query); else they are read here."""
+    if placed is not None:
+        instances = placed
+        disks = {i.id: [a.disk for a in i.active_allocations] for i in placed}
+    else:
+        instances = list(
+            cluster.instances.filter(active=True).select_related("node").order_by("id")
+        )
+        held = (
+            DiskAllocation.objects.filter(instance__in=instances, active=True)
+            .select_related("disk__node")
+            .order_by("disk__mount_path", "disk_id")
+        )
+        disks = {i.id: [] for i in instances}
+        for allocation in held:
+            disks[allocation.instance_id].append(allocation.disk)
     if not instances:
         return []
     spec, hostnames = cluster_spec(cluster, instances)
-    held = (
-        DiskAllocation.objects.filter(instance__in=instances, active=True)
-        .select_related("disk__node")
-        .order_by("disk__mount_path", "disk_id")
-    )
-    disks: dict[int, list] = {i.id: [] for i in instances}
-    for allocation in held:
-        disks[allocation.instance_id].append(allocation.disk)
     paths = []
     for instance, instance_spec in zip(instances, spec.instances, strict=True):
         held_disks = disks[instance.id]

@@ -11,10 +11,11 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from . import states
 from .models import Cluster, ClusterEvent
 
 S = Cluster.State
-PHASES = (S.QUEUED, S.PLACING, S.CONFIGURING)
+PHASES = states.PHASES
 STATES = {str(state) for state in S}
 
 
@@ -44,7 +45,8 @@ def launch_provisioning(cluster: Cluster, now: datetime | None = None) -> Provis
     """The first launch's timeline; None for a cluster with no state events (never launched)."""
     changes = [
         (state, event.at)
-        for event in cluster.events.order_by("at", "id")
+        # In (at, id) order (ClusterEvent.Meta); the API's detail query prefetched them.
+        for event in cluster.events.all()
         if (state := _state_of(event)) is not None
     ]
     if not changes:

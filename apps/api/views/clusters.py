@@ -37,7 +37,8 @@ from ..serializers.progress import EventPageSerializer, EventQuerySerializer, Lo
 
 
 def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
-    """Clusters with everything the detail shows, in a fixed number of queries."""
+    """Clusters with everything the detail shows, in a fixed number of queries (pinned by
+    apps/api/tests/test_cluster_query_counts.py): the serializer reads only these."""
     allocations = (
         DiskAllocation.objects.filter(active=True)
         .select_related("disk__node")
@@ -48,7 +49,7 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
     )
     return (
         (base if base is not None else Cluster.objects.all())
-        .select_related("owner", "version__product", "revision")
+        .select_related("owner", "version__product", "revision", "credentials")
         .prefetch_related(Prefetch("instances", queryset=instances), "events")
     )
 
