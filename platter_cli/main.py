@@ -19,13 +19,11 @@ from rich.text import Text
 from . import config, render
 from .api import Api
 from .errors import EXIT_CODES_HELP, CliError, ExitCode
+from .lifecycle import life_cycle
 
 POLL_SECONDS = 1.0
 FOLLOW_POLL_SECONDS = 2.0
 LOG_FOLLOW_SECONDS = 300  # the API's longest follow; the command asks again after it
-LAUNCH_PHASES = ["queued", "placing", "configuring", "running"]
-# States in which a cluster's containers may write log lines.
-LOGGING_STATES = {"placing", "configuring", "running", "degraded", "stopping"}
 # Launch option flags: the role property the version's option sets, and its CESGA name.
 SIZING = {
     "--size": ("count", "size"),
@@ -395,7 +393,7 @@ def typed(field: dict | None, value: str) -> Any:
 
 def follow_launch(client: Api, cluster: dict, timeout: float, quiet: bool) -> dict:
     """Poll the cluster's state and events until it runs or ends, with a progress display."""
-    done = {"running", "failed", "degraded", "destroying", "destroyed", "stopped"}
+    done = life_cycle(client).launch_over
     if quiet:
         return wait_for(client, cluster["id"], done, "0", lambda e: None, lambda c: None, timeout)
     columns = (
@@ -404,13 +402,14 @@ def follow_launch(client: Api, cluster: dict, timeout: float, quiet: bool) -> di
         BarColumn(bar_width=20),
         TimeElapsedColumn(),
     )
+    phases = life_cycle(client).launch_phases
     with Progress(*columns, console=render.out, transient=True) as progress:
         task = progress.add_task(
-            f"cluster {cluster['id']}: {cluster['state']}", total=len(LAUNCH_PHASES) - 1
+            f"cluster {cluster['id']}: {cluster['state']}", total=len(phases) - 1
         )
 
         def show_state(c: dict) -> None:
-            step = LAUNCH_PHASES.index(c["state"]) if c["state"] in LAUNCH_PHASES else 0
+            step = phases.index(c["state"]) if c["state"] in phases else 0
             about = c["queue"]["reason"] if c.get("queue") else c.get("reason") or ""
             waiting = (
                 f" ({c['queue']['position']} of {c['queue']['length']} in the queue)"
@@ -580,7 +579,7 @@ def events(cluster: str, follow: bool, since: str, as_json: bool) -> None:
     while True:
         state = client.get(f"clusters/{cid}")["state"]
         since = show_events(client, cid, since, show_one)
-        if state in ("destroyed", "failed"):
+        if state in life_cycle(client).ended:
             return None
         time.sleep(FOLLOW_POLL_SECONDS)
 
@@ -654,7 +653,7 @@ def logs(
             if cursor is not None and (error.body or {}).get("error") == "no_container":
                 return None  # the container went away after we followed it
             raise
-        if client.get(f"clusters/{cid}")["state"] not in LOGGING_STATES:
+        if client.get(f"clusters/{cid}")["state"] not in life_cycle(client).logging:
             return None
         if time.monotonic() - started < FOLLOW_POLL_SECONDS:  # a stopped container ends at once
             time.sleep(FOLLOW_POLL_SECONDS)
@@ -730,7 +729,7 @@ def lifecycle(
         click.echo(f"Cluster {cid} ({body['name']}) is {body['state']}.")
         return None
     show = (lambda e: None) if as_json else (lambda e: render.out.print(render.event_line(e)))
-    done = {wanted, "failed", "destroyed"}
+    done = {wanted, *life_cycle(client).ended}
     final = wait_for(client, cid, done, since, show, lambda c: None, timeout)
     finish(final, wanted, client.url, as_json)
     return None

@@ -24,9 +24,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.clusters import jobs
+from apps.clusters import jobs, states
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.plans import UntrustedVersion
 from apps.clusters.reservation import release
@@ -55,15 +56,15 @@ class Operation:
     busy_retries: bool = True
 
 
-# The lifecycle table. A user's request (apps.clusters.services) or the admission queue puts a
-# cluster in one of the working states; the operation for that state takes it on. The moves
-# themselves are apps.clusters.transitions.ALLOWED. running, degraded, stopped, failed and
-# destroyed wait for a user, a lease or the reconciler.
+# How each operation of the life cycle (apps.clusters.states.OPERATIONS: the states it works
+# in) runs here. A user's request (apps.clusters.services) or the admission queue puts a
+# cluster in one of the working states; the operation for that state takes it on. running,
+# degraded, stopped, failed and destroyed wait for a user, a lease or the reconciler.
 OPERATIONS: dict[str, Operation] = {
     "launch": Operation(
         "launch",
         jobs.LAUNCH,
-        (S.QUEUED, S.PLACING, S.CONFIGURING),
+        states.OPERATIONS["launch"].through,
         lifecycle.launch,
         retries=lambda: 0,
         retry_seconds=lambda: 0,
@@ -73,7 +74,7 @@ OPERATIONS: dict[str, Operation] = {
     "start": Operation(
         "start",
         jobs.START,
-        (S.CONFIGURING,),
+        states.OPERATIONS["start"].through,
         lifecycle.start,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
         retry_seconds=lambda: 5,
@@ -82,7 +83,7 @@ OPERATIONS: dict[str, Operation] = {
     "stop": Operation(
         "stop",
         jobs.STOP,
-        (S.STOPPING,),
+        states.OPERATIONS["stop"].through,
         lifecycle.stop,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
         retry_seconds=lambda: 5,
@@ -91,7 +92,7 @@ OPERATIONS: dict[str, Operation] = {
     "destroy": Operation(
         "destroy",
         jobs.DESTROY,
-        (S.DESTROYING,),
+        states.OPERATIONS["destroy"].through,
         lifecycle.destroy,
         retries=lambda: settings.DESTROY_RETRIES,
         retry_seconds=lambda: settings.DESTROY_RETRY_SECONDS,
@@ -100,12 +101,7 @@ OPERATIONS: dict[str, Operation] = {
 }
 # Which operation takes a cluster on in each working state (configuring: a first launch, or
 # the start of a stopped cluster, told apart by running_at).
-BY_STATE: dict[str, str] = {
-    S.PLACING: "launch",
-    S.CONFIGURING: "launch",
-    S.STOPPING: "stop",
-    S.DESTROYING: "destroy",
-}
+BY_STATE: dict[str, str] = states.worked_by()
 
 
 class Retry(Exception):
@@ -235,12 +231,10 @@ def resume_stalled(older_than: float | None = None) -> list[int]:
     holds. The operations are safe to run again, so this can never do a step twice."""
     seconds = settings.STALL_SECONDS if older_than is None else older_than
     cutoff = timezone.now() - timedelta(seconds=seconds)
-    stalled = (
-        Cluster.objects.filter(state=S.PLACING, placing_at__lt=cutoff)
-        | Cluster.objects.filter(state=S.CONFIGURING, configuring_at__lt=cutoff)
-        | Cluster.objects.filter(state=S.STOPPING, stopping_at__lt=cutoff)
-        | Cluster.objects.filter(state=S.DESTROYING, destroying_at__lt=cutoff)
-    )
+    since = Q()  # in a working state, entered (its `<state>_at` stamp) before the cutoff
+    for state in BY_STATE:
+        since |= Q(state=state, **{f"{state}_at__lt": cutoff})
+    stalled = Cluster.objects.filter(since)
     resumed = []
     for cluster in stalled.order_by("id"):
         with cluster_lock(cluster.id) as free:

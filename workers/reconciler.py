@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from apps import nodes
+from apps.clusters import states
 from apps.clusters.credentials import redact
 from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance
 from apps.clusters.transitions import record_event, transition
@@ -28,7 +29,7 @@ from . import operations
 
 log = logging.getLogger(__name__)
 S = Cluster.State
-WATCHED = (S.RUNNING, S.DEGRADED)  # other states have a task at work on them
+WATCHED = states.WATCHED  # other states have a task at work on them, or no containers to run
 
 
 @dataclass

@@ -15,6 +15,7 @@ from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
 from .views.keys import SSHKeyViewSet
 from .views.me import QuotaView, TokenViewSet
 from .views.products import ProductViewSet, VersionView
+from .views.states import StatesView
 from .views.usage import UsageCsvView, UsageView
 
 app_name = "api"
@@ -42,6 +43,7 @@ urlpatterns = [
     path("usage.csv", UsageCsvView.as_view(), name="usage-csv"),
     path("products/<str:product>/<str:version>", VersionView.as_view(), name="version"),
     path("quota", QuotaView.as_view(), name="quota"),
+    path("states", StatesView.as_view(), name="states"),
     path("clusters/<int:cluster_id>/jobs", ClusterJobsView.as_view(), name="cluster-jobs"),
     path(
         LONG,

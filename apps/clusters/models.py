@@ -10,22 +10,14 @@ from django.conf import settings
 from django.db import models
 from django.utils.functional import cached_property
 
+from . import states
+
 if TYPE_CHECKING:
     from apps.catalog.models import ProductVersion
 
 
 class Cluster(models.Model):
-    class State(models.TextChoices):
-        QUEUED = "queued"
-        PLACING = "placing"
-        CONFIGURING = "configuring"
-        RUNNING = "running"
-        DEGRADED = "degraded"
-        STOPPING = "stopping"
-        STOPPED = "stopped"
-        DESTROYING = "destroying"
-        DESTROYED = "destroyed"
-        FAILED = "failed"
+    State = states.State  # what each state means: apps/clusters/states.py
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="clusters"
@@ -102,7 +94,7 @@ class Cluster(models.Model):
 
 
 # States in which a cluster counts against its owner's quota of clusters.
-LIVE_STATES = [s for s in Cluster.State.values if s not in ("destroyed", "failed")]
+LIVE_STATES = [str(state) for state in states.LIVE]
 
 
 class Instance(models.Model):

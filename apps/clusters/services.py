@@ -20,10 +20,11 @@ from apps.catalog.revisions import current_revision
 
 from . import jobs, placement
 from .admission import admit_queued
-from .models import LIVE_STATES, Cluster, Instance
+from .models import Cluster, Instance
 from .names import NameTaken, create_named
 from .quotas import Demand, QuotaExceeded, check_quota
 from .reservation import Rejection, Reservation, release, reserve
+from .states import LEASED, requested_in
 from .transitions import TransitionError, record_event, transition
 
 __all__ = [
@@ -211,9 +212,8 @@ def request_destroy(
             Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, cancelled=True, **why
         )
         return S.DESTROYED
-    live = [s for s in LIVE_STATES if s not in (S.QUEUED, S.DESTROYING)] + [S.FAILED]
     how = "data kept" if keep_data else "data will be wiped"
-    if not transition(cluster_id, live, S.DESTROYING, how):
+    if not transition(cluster_id, requested_in("destroy"), S.DESTROYING, how):
         state = _state(cluster_id)
         if state in (S.DESTROYING, S.DESTROYED):
             return state
@@ -237,7 +237,7 @@ def finish_destroy(cluster_id: int, keep_data: bool | None = None) -> bool:
 def request_stop(cluster_id: int, *, actor: Actor = None) -> str:
     """Stop every container; the cluster keeps its nodes, disks and addresses. Asking again
     while it stops is harmless and audits nothing."""
-    if not transition(cluster_id, [S.RUNNING, S.DEGRADED], S.STOPPING):
+    if not transition(cluster_id, requested_in("stop"), S.STOPPING):
         state = _state(cluster_id)
         if state in (S.STOPPING, S.STOPPED):
             return state
@@ -251,7 +251,7 @@ def request_stop(cluster_id: int, *, actor: Actor = None) -> str:
 def request_start(cluster_id: int, *, actor: Actor = None) -> str:
     """Start a stopped cluster's containers again on the same nodes and disks. Asking again
     while it starts is harmless and audits nothing."""
-    if not transition(cluster_id, S.STOPPED, S.CONFIGURING, "starting"):
+    if not transition(cluster_id, requested_in("start"), S.CONFIGURING, "starting"):
         state = _state(cluster_id)
         if state in (S.CONFIGURING, S.RUNNING):
             return state
@@ -269,9 +269,7 @@ def expire_leases(now: datetime | None = None) -> list[int]:
     """Destroy (keeping data) every live cluster whose lease has ended; run periodically by
     the system, so the audit rows have no actor."""
     now = now or timezone.now()
-    due = Cluster.objects.filter(state__in=LIVE_STATES, expires_at__lte=now).exclude(
-        state=S.DESTROYING
-    )
+    due = Cluster.objects.filter(state__in=LEASED, expires_at__lte=now)
     expired = []
     for cluster_id in due.values_list("id", flat=True):
         record_event(cluster_id, "lease expired")
@@ -288,7 +286,7 @@ def extend_lease(cluster_id: int, hours: float, *, actor: Actor = None) -> datet
         raise LeaseError(f"an extension must be a positive number of hours; got {hours}")
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
-        if cluster.state not in LIVE_STATES or cluster.state == S.DESTROYING:
+        if cluster.state not in LEASED:
             raise StateConflict(f"cluster {cluster.name} is {cluster.state}; its lease is over")
         if cluster.expires_at is None:
             raise LeaseError(f"cluster {cluster.name}'s lease has no end: nothing to extend")

@@ -8,22 +8,13 @@ from django.db import connection
 from django.utils import timezone
 
 from .models import Cluster, ClusterEvent
+from .states import STATES
 
 S = Cluster.State
 
-# Which states each state may move to; anything else is a bug in the caller.
-ALLOWED: dict[str, set[str]] = {
-    S.QUEUED: {S.PLACING, S.FAILED, S.DESTROYED},
-    S.PLACING: {S.CONFIGURING, S.QUEUED, S.FAILED, S.DESTROYING},
-    S.CONFIGURING: {S.RUNNING, S.DEGRADED, S.FAILED, S.DESTROYING},
-    S.RUNNING: {S.DEGRADED, S.STOPPING, S.DESTROYING, S.FAILED},
-    S.DEGRADED: {S.RUNNING, S.STOPPING, S.DESTROYING, S.FAILED},
-    S.STOPPING: {S.STOPPED, S.FAILED, S.DESTROYING},
-    S.STOPPED: {S.CONFIGURING, S.DESTROYING},
-    S.DESTROYING: {S.DESTROYED, S.FAILED},
-    S.FAILED: {S.DESTROYING, S.DESTROYED},
-    S.DESTROYED: set(),
-}
+# Which states each state may move to (the `to` column of states.STATES); anything else is a
+# bug in the caller.
+ALLOWED: dict[str, set[str]] = {state: set(row.to) for state, row in STATES.items()}
 
 # The compare-and-swap and its event as two CTEs, `moved` and `logged`: transition() runs them
 # as one statement, and the reservation folds them into its own write statement.

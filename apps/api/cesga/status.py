@@ -6,23 +6,17 @@ Platter states with no CESGA counterpart (degraded, stopping, stopped, failed) k
 own word, which CESGA scripts treat like any status that is not ready."""
 
 from apps.clusters.models import Cluster
+from apps.clusters.states import STATES
 
 S = Cluster.State
 
-WORDS: dict[str, str] = {
-    S.QUEUED: "registered",
-    S.PLACING: "scheduling",
-    S.CONFIGURING: "configuring",
-    S.RUNNING: "ready",
-    S.DESTROYING: "destroyed",  # CESGA reports a cluster gone as soon as the delete is taken
-    S.DESTROYED: "destroyed",
-}
+WORDS: dict[str, str] = {state: row.cesga for state, row in STATES.items()}
 
 
 def cesga_status(cluster: Cluster) -> str:
     if cluster.state == S.PLACING and _all_containers_created(cluster):
         return "scheduled"
-    return WORDS.get(cluster.state, cluster.state)
+    return WORDS[cluster.state]
 
 
 def _all_containers_created(cluster: Cluster) -> bool:

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import logs, queue, services
+from apps.clusters import logs, queue, services, states
 from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
@@ -24,9 +24,9 @@ from ..htmx import htmx_partial
 
 S = Cluster.State
 # While a cluster is in one of these, its page polls for news.
-MOVING = {S.QUEUED, S.PLACING, S.CONFIGURING, S.STOPPING, S.DESTROYING}
+MOVING = set(states.MOVING)
 # States in which an instance may have a container whose log the page loads at once.
-WITH_CONTAINERS = {S.CONFIGURING, S.RUNNING, S.DEGRADED, S.STOPPING, S.STOPPED}
+WITH_CONTAINERS = set(states.with_containers(states.Containers.HELD))
 STOPPED = "The container is not running: nothing more comes."
 # A page left open does not follow a log for ever: 30 minutes of 2-second polls.
 FOLLOW_POLLS = 900
