@@ -876,3 +876,6 @@ def remove_key(key_id: int, as_json: bool) -> None:
         return emit({"id": key_id, "deleted": True})
     click.echo(f"Removed key {key_id}.")
     return None
+
+
+from . import jobs as _jobs  # noqa: E402, F401 (registers `platter jobs`; it imports this module)

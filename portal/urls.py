@@ -11,6 +11,7 @@ urlpatterns = [
     path("bigdata/api/v1/", include("apps.api.cesga.urls")),
     path("tokens/", include("apps.tokens.urls")),
     path("", include("apps.proxy.urls")),  # /clusters/<id>/ui/...: the products' web UIs
+    path("", include("apps.jobs.urls")),  # a cluster's Jobs section and the job pages
     path("", include("apps.web.urls")),
     path("", views.home, name="home"),
     path("", include("apps.health.urls")),

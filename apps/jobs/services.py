@@ -42,7 +42,7 @@ class JobRefused(Exception):
     def __init__(self, message: str, field: str = "") -> None:
         super().__init__(message)
         self.field = field
-        if field:
+        if field and self.status == JobRefused.status:  # bad input, not a state
             self.status = 400
 
 

@@ -89,7 +89,7 @@ def test_it_refuses_bad_input_naming_the_field(alice, spark, asked, words):
 
 def test_it_refuses_a_file_over_the_cap_naming_the_cap(alice, spark, settings):
     settings.JOB_FILE_MAX_BYTES = 10
-    with pytest.raises(UploadTooLarge, match="app.py is 12 bytes; the cap per file is 10 bytes"):
+    with pytest.raises(UploadTooLarge, match=r"app\.py is 12 bytes; the cap per file is 10 bytes"):
         services.submit(alice, spark, pyspark())
 
 

@@ -1,0 +1,153 @@
+"""The Jobs section of a cluster's page (loaded into it by htmx), the submit form, and a job's
+page whose log grows by htmx polling. Owners only: anyone else's cluster or job is a 404."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.accounts.requests import signed_in_user
+from apps.clusters.models import Cluster
+from apps.nodes import NodeError
+
+from . import results, services
+from .models import Job, JobFile
+from .services import JobRefused, JobRequest, Upload
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (as Django's documentation shows)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        if isinstance(data, (list, tuple)):
+            return [super(MultipleFileField, self).clean(d, initial) for d in data]
+        return super().clean(data, initial)
+
+
+class SubmitForm(forms.Form):
+    kind = forms.ChoiceField(choices=Job.Kind.choices)
+    main = forms.FileField(required=False, label="Program (.py or .jar)")
+    main_path = forms.CharField(
+        required=False, label="or a path in the master container", max_length=255
+    )
+    main_class = forms.CharField(required=False, max_length=255, label="Main class")
+    args = forms.CharField(required=False, label="Arguments (one a line)", widget=forms.Textarea)
+    py_files = MultipleFileField(required=False, label="Python modules (--py-files)")
+    files = MultipleFileField(required=False, label="Files (--files)")
+    properties = forms.CharField(
+        required=False, label="Properties (key=value, one a line)", widget=forms.Textarea
+    )
+    output = forms.CharField(required=False, max_length=200, label="Output folder")
+
+
+def _cluster(request: HttpRequest, cluster_id: int) -> Cluster:
+    owned = Cluster.objects.filter(owner=signed_in_user(request)).select_related("version__product")
+    return get_object_or_404(owned, id=cluster_id)
+
+
+def _job(request: HttpRequest, job_id: int) -> Job:
+    owned = Job.objects.filter(cluster__owner=signed_in_user(request)).select_related("cluster")
+    return get_object_or_404(owned, id=job_id)
+
+
+def _request(form: SubmitForm, request: HttpRequest) -> JobRequest:
+    data = form.cleaned_data
+    files = [(JobFile.Role.MAIN, f) for f in request.FILES.getlist("main")]
+    files += [(JobFile.Role.PY_FILE, f) for f in request.FILES.getlist("py_files")]
+    files += [(JobFile.Role.FILE, f) for f in request.FILES.getlist("files")]
+    services.check_upload_sizes({str(f.name): f.size or 0 for _, f in files})
+    properties = {}
+    for line in data["properties"].splitlines():
+        if line.strip():
+            key, sep, value = line.strip().partition("=")
+            if not sep:
+                raise JobRefused(f"property {line.strip()!r}: write it key=value", "properties")
+            properties[key.strip()] = value.strip()
+    return JobRequest(
+        kind=data["kind"],
+        main=data["main_path"].strip(),
+        main_class=data["main_class"].strip(),
+        args=[a for a in data["args"].splitlines() if a.strip()],
+        properties=properties,
+        output_path=data["output"].strip(),
+        uploads=[Upload(role, str(f.name), f.read()) for role, f in files],
+    )
+
+
+@login_required
+def cluster_jobs(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """GET: the section (table and form); POST: submit, then the job's page."""
+    cluster = _cluster(request, cluster_id)
+    form = SubmitForm(request.POST or None, request.FILES or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            wrong = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            messages.error(request, f"The job was not submitted: {wrong}")
+            return redirect("web:cluster", cluster_id=cluster.id)
+        try:
+            job = services.submit(signed_in_user(request), cluster, _request(form, request))
+        except JobRefused as error:
+            messages.error(request, f"The job was not submitted: {error}")
+            return redirect("web:cluster", cluster_id=cluster.id)
+        return redirect("jobs:job", job_id=job.id)
+    jobs = cluster.jobs.all()[:50]
+    context = {"cluster": cluster, "jobs": jobs, "form": form}
+    return render(request, "jobs/cluster_jobs.html", context)
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _job(request, job_id)
+    part = services.log_since(job, 0)
+    context = {"job": job, "log": part.text, "next": part.next, "dropped": part.dropped}
+    if job.output_path and job.done and job.cluster.state == Cluster.State.RUNNING:
+        try:
+            context["outputs"] = results.list_outputs(job)
+        except (results.NoResult, NodeError) as error:
+            context["outputs_error"] = str(error)
+    context["cap"] = services.log_cap_note()
+    return render(request, "jobs/job.html", context)
+
+
+@login_required
+def job_log(request: HttpRequest, job_id: int) -> HttpResponse:
+    """What the log gained since ?since= (htmx appends it), and the next poll while it runs."""
+    job = _job(request, job_id)
+    since = request.GET.get("since", "0")
+    part = services.log_since(job, int(since) if since.isdigit() else 0)
+    return render(request, "jobs/log_part.html", {"job": job, "part": part})
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _job(request, job_id)
+    try:
+        services.cancel(job.id, actor=request.user)
+    except JobRefused as error:
+        messages.error(request, str(error))
+    return redirect("jobs:job", job_id=job.id)
+
+
+@login_required
+def job_output(request: HttpRequest, job_id: int, name: str) -> HttpResponse:
+    job = _job(request, job_id)
+    try:
+        data = results.read_output(job, name)
+    except results.ResultTooLarge as error:
+        return HttpResponse(f"{error}\n", status=413, content_type="text/plain")
+    except (results.NoResult, NodeError) as error:
+        return HttpResponse(f"{error}\n", status=404, content_type="text/plain")
+    response = HttpResponse(data, content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{name.rsplit("/", 1)[-1]}"'
+    return response
