@@ -14,6 +14,24 @@ from django.contrib.auth import get_user_model
 
 BASE_DIR = Path(__file__).resolve().parent
 
+# Test tiers: a test is marked by the fixtures it asks for (directly or through another
+# fixture), never by hand, so `./platter test --fast` (-m "not lab and not worker and not
+# browser") cannot run one that needs the lab, a Celery worker or Chromium. Only tests that
+# reach the lab without these fixtures (the lab's own tests) carry a hand-written `lab` mark.
+TIER_FIXTURES = {
+    "lab": {"lab_inventory", "lab_cleanup"},
+    "worker": {"celery_worker_process"},
+    "browser": {"browser"},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in TIER_FIXTURES.items():
+            if used & fixtures:
+                item.add_marker(marker)
+
 
 @pytest.fixture
 def alice(db):

@@ -735,6 +735,27 @@ def lifecycle(
     return None
 
 
+@app.command()
+@click.argument("cluster")
+@click.option("--minutes", type=click.IntRange(1), help="Stop (data kept) after this long unused.")
+@click.option("--off", is_flag=True, help="No idle limit of its own (a group default may apply).")
+@click.option("--keep-running", is_flag=True, help="Start the idle clock again now.")
+@with_json
+def idle(cluster: str, minutes: int | None, off: bool, keep_running: bool, as_json: bool) -> None:
+    """A cluster's idle stop: show it, set the limit, or keep the cluster running now."""
+    if sum((minutes is not None, off, keep_running)) > 1:
+        raise click.UsageError("give one of --minutes, --off and --keep-running")
+    client = connect()
+    cid = cluster_id(client, cluster)
+    if keep_running:
+        body = client.post(f"clusters/{cid}/keep-running")
+    elif minutes is not None or off:
+        body = client.post(f"clusters/{cid}/idle", {"minutes": minutes})
+    else:
+        body = client.get(f"clusters/{cid}")["idle"]
+    return emit(body) if as_json else click.echo(render.idle(body))
+
+
 WAIT = click.option("--wait", is_flag=True, help="Return once it got there (exit 1 if not).")
 TIMEOUT = click.option(
     "--timeout",

@@ -246,6 +246,21 @@ def usage(body: dict) -> Table:
 USAGE_FIGURES = ("core_h", "mem_gb_h", "hdd_h", "ssd_h")
 
 
+def idle(body: dict) -> str:
+    """A cluster's idle stop in a sentence or two."""
+    limit = body.get("effective_limit_minutes")
+    if not limit:
+        return "No idle limit: it runs until stopped, destroyed or its lease ends."
+    whose = " (your group's default)" if body.get("from_group") else ""
+    lines = [f"Stops (data kept) after {limit} min unused{whose}."]
+    if body.get("last_used_at"):
+        lines.append(f"Last used {body['last_used_at']} ({body.get('last_signal') or '-'}).")
+    if body.get("stops_at"):
+        warned = " You were warned." if body.get("warned") else ""
+        lines.append(f"Stops at {body['stops_at']} if unused.{warned}")
+    return "\n".join(lines)
+
+
 def _span(low: Any, high: Any, default: Any = None) -> str:
     text = f"{low}" if low == high else f"{low}-{high}"
     if low is None and high is None:

@@ -44,6 +44,7 @@ TASK_QUEUES = {
     "platter.admit_queued": PERIODIC,
     "platter.resume_stalled": PERIODIC,
     "platter.warn_budgets": PERIODIC,
+    "platter.stop_idle": PERIODIC,  # a few execs per running cluster with an idle limit
 }
 
 

@@ -9,7 +9,7 @@ from celery import Task, shared_task
 from apps.clusters import admission, services
 from apps.usage import budgets
 
-from . import operations, reconciler
+from . import idle, operations, reconciler
 
 
 @shared_task(name="platter.ping")
@@ -22,6 +22,12 @@ def ping() -> str:
 def expire_leases() -> list[int]:
     """Destroy (data kept) every cluster whose lease ended; run by beat."""
     return services.expire_leases()
+
+
+@shared_task(name="platter.stop_idle")
+def stop_idle() -> dict[str, list[int]]:
+    """Warn, then stop (data kept), running clusters unused for their idle limit; by beat."""
+    return idle.check_idle_clusters()
 
 
 @shared_task(name="platter.warn_budgets")

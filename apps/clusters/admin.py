@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from . import services
-from .models import Cluster, ClusterEvent, DiskAllocation, Instance
+from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -98,3 +98,11 @@ class DiskAllocationAdmin(ReadOnly):
     list_display = ["disk", "instance", "active", "data_kept", "created", "released"]
     list_filter = ["active", "data_kept"]
     list_select_related = ["disk__node", "instance__cluster"]
+
+
+@admin.register(IdlePolicy)
+class IdlePolicyAdmin(admin.ModelAdmin):
+    """A quota group's default idle limit (apps.clusters.idle)."""
+
+    list_display = ["group", "idle_limit_minutes"]
+    search_fields = ["group__name"]

@@ -49,6 +49,12 @@ class Cluster(models.Model):
     placement_attempts = models.PositiveSmallIntegerField(default=0)
     # Set when a destroy asks to wipe the data, so a retried or resumed destroy knows.
     wipe_data = models.BooleanField(default=False)
+    # Idle stop (idle.py): stopped, data kept, after this long unused (none: the owner's
+    # group default, if any); when it was last used, by what, and when the owner was warned.
+    idle_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
+    active_at = models.DateTimeField(null=True, blank=True)
+    active_signal = models.CharField(max_length=120, blank=True, default="", db_default="")
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
     # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
     created = models.DateTimeField(auto_now_add=True)
     placing_at = models.DateTimeField(null=True, blank=True)
@@ -247,3 +253,18 @@ class ClusterCredentials(models.Model):
 
     def __repr__(self) -> str:
         return f"<ClusterCredentials cluster={self.cluster_id} username={self.username!r}>"
+
+
+class IdlePolicy(models.Model):
+    """A quota group's default idle limit: its members' clusters without a limit of their own
+    stop after this long unused (the smallest of their groups' defaults applies)."""
+
+    group = models.OneToOneField("auth.Group", on_delete=models.CASCADE, related_name="idle_policy")
+    idle_limit_minutes = models.PositiveIntegerField()
+
+    class Meta:
+        verbose_name_plural = "idle policies"
+
+    def __str__(self) -> str:
+        return f"{self.group}: stop after {self.idle_limit_minutes} min idle"
+

@@ -234,15 +234,16 @@ def finish_destroy(cluster_id: int, keep_data: bool | None = None) -> bool:
 
 
 @transaction.atomic
-def request_stop(cluster_id: int, *, actor: Actor = None) -> str:
+def request_stop(cluster_id: int, *, actor: Actor = None, reason: str = "") -> str:
     """Stop every container; the cluster keeps its nodes, disks and addresses. Asking again
-    while it stops is harmless and audits nothing."""
-    if not transition(cluster_id, requested_in("stop"), S.STOPPING):
+    while it stops is harmless and audits nothing. `reason` says why when it was not asked for
+    by a person (an idle stop)."""
+    if not transition(cluster_id, requested_in("stop"), S.STOPPING, reason):
         state = _state(cluster_id)
         if state in (S.STOPPING, S.STOPPED):
             return state
         raise StateConflict(f"cluster {cluster_id} is {state}; only running clusters stop")
-    _audit(Action.CLUSTER_STOP, cluster_id, actor)
+    _audit(Action.CLUSTER_STOP, cluster_id, actor, **({"reason": reason} if reason else {}))
     jobs.dispatch(jobs.STOP, cluster_id)
     return S.STOPPING
 

@@ -148,7 +148,18 @@ def interrupts_ignored() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+# The fast tier: every test that needs neither the lab, nor a Celery worker, nor Chromium (the
+# markers conftest.py sets from the fixtures a test uses).
+TIERS = ("lab", "worker", "browser")
+FAST_TIER = " and ".join(f"not {marker}" for marker in TIERS)
+
+
 def test(stack: Stack, pytest_args: list[str]) -> int:
+    """The whole check; with --fast, no lab is started and only the fast tier runs."""
+    fast = "--fast" in pytest_args
+    pytest_args = [arg for arg in pytest_args if arg != "--fast"]
+    if fast:
+        pytest_args = ["-m", FAST_TIER, *pytest_args]
     step("ruff")
     for command in (["check", "."], ["format", "--check", "."]):
         if subprocess.run([PYTHON, "-m", "ruff", *command], cwd=BASE_DIR).returncode != 0:
@@ -162,8 +173,9 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
     if manage("makemigrations", "--check", "--dry-run", check=False) != 0:
         print("model changes without a migration: run manage.py makemigrations", file=sys.stderr)
         return 1
-    stack.lab()
-    step("pytest")
+    if not fast:
+        stack.lab()
+    step("pytest (fast tier: no lab, worker or browser)" if fast else "pytest")
     code = subprocess.run(
         [PYTHON, "-m", "pytest", *pytest_args],
         cwd=BASE_DIR,

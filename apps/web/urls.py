@@ -14,6 +14,7 @@ urlpatterns = [
     path("clusters/<int:cluster_id>/stop", clusters.cluster_stop, name="stop"),
     path("clusters/<int:cluster_id>/start", clusters.cluster_start, name="start"),
     path("clusters/<int:cluster_id>/extend", clusters.cluster_extend, name="extend"),
+    path("clusters/<int:cluster_id>/idle", clusters.cluster_idle, name="idle"),
     path("clusters/<int:cluster_id>/logs", clusters.cluster_logs, name="cluster-logs"),
     path("quota/", account.quota, name="quota"),
     path("usage/", usage.usage, name="usage"),

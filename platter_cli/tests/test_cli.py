@@ -312,3 +312,18 @@ def test_usage_prints_a_table_by_cluster_and_json_with_the_same_total(logged_in,
     assert body["total"]["core_h"] == pytest.approx(28.0)
     refused = logged_in("usage", "--user", "bob")
     assert refused.returncode != 0 and "only staff read other users'" in refused.stderr
+
+
+def test_idle_sets_shows_and_keeps_running_a_cluster(logged_in, alice):
+    from apps.usage.tests.test_usage import live
+
+    cluster = live(alice, cores=1, disks=1)
+    assert "No idle limit" in logged_in("idle", str(cluster.id)).stdout
+    set_it = logged_in("idle", cluster.name, "--minutes", "30")
+    assert set_it.returncode == 0, set_it
+    assert "Stops (data kept) after 30 min unused." in set_it.stdout
+    kept = logged_in("idle", str(cluster.id), "--keep-running", "--json").json()
+    assert kept["last_signal"] == "kept running by its owner"
+    both = logged_in("idle", str(cluster.id), "--off", "--minutes", "5")
+    assert both.returncode == 2 and "give one of --minutes, --off and --keep-running" in both.stderr
+    assert logged_in("idle", str(cluster.id), "--off", "--json").json()["limit_minutes"] is None

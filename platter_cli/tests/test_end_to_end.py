@@ -18,7 +18,7 @@ from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
 from .conftest import PLATTER, token_for, user_environment
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def follower(home, *args: str) -> subprocess.Popen:

@@ -148,6 +148,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
 CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30.0}
 CELERY_BEAT_SCHEDULE["resume-stalled"] = {"task": "platter.resume_stalled", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["warn-budgets"] = {"task": "platter.warn_budgets", "schedule": 300.0}
+CELERY_BEAT_SCHEDULE["stop-idle"] = {"task": "platter.stop_idle", "schedule": 60.0}
+# Idle stop (apps/clusters/idle.py): the owner is warned this long before (at most a fifth of
+# the cluster's limit).
+IDLE_WARN_MINUTES = envint("PLATTER_IDLE_WARN_MINUTES", 10)
 # A cluster in a working state (placing, configuring, stopping, destroying) this long with no
 # worker on it lost its task: beat hands it to the workers again.
 STALL_SECONDS = envint("PLATTER_STALL_SECONDS", 600)

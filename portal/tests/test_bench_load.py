@@ -33,7 +33,6 @@ def own_throttle_cache(monkeypatch):
     monkeypatch.setattr(SimpleRateThrottle, "cache", LocMemCache(f"load-{uuid.uuid4()}", {}))
 
 
-@pytest.mark.lab
 @pytest.mark.django_db(transaction=True)
 def test_a_short_load_by_two_users_leaves_everything_consistent(
     dispatching, lab_cleanup, live_server, own_throttle_cache, alice, bob

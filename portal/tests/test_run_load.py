@@ -108,7 +108,6 @@ def watch_disks(checks, until, seconds: float) -> list[str]:
     return seen
 
 
-@pytest.mark.lab
 @pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True)
 def test_forty_launches_at_once_from_four_users_get_answers_and_never_share_a_disk(

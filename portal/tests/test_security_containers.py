@@ -12,7 +12,7 @@ from apps.clusters.models import Cluster, DiskAllocation
 from apps.nodes import engine
 from workers import operations
 
-pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_queued_cluster_of_a_version_no_longer_trusted_is_refused_before_docker(

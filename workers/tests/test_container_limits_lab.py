@@ -11,7 +11,7 @@ from apps.clusters.models import Cluster, ClusterEvent
 from apps.nodes import engine
 from workers.tests.test_products import launch_default
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_spark_clusters_containers_are_limited_as_the_settings_say(

@@ -17,7 +17,7 @@ from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Network
 from apps.lab.segments import all_segments
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 
 

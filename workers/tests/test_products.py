@@ -22,7 +22,7 @@ from apps.inventory.models import Address, Node
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 from apps.nodes import engine
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 READY_SECONDS = 300  # launch to running on 2 shared cores, health checks included
 

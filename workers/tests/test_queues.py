@@ -146,7 +146,6 @@ def silent_node(lab_inventory):
     listener.close()
 
 
-@pytest.mark.lab
 @pytest.mark.django_db(transaction=True)
 def test_a_benchmark_stuck_on_a_silent_node_does_not_delay_a_launch(
     nodes_worker, silent_node, lab_cleanup, alice

@@ -14,7 +14,7 @@ from apps.clusters.tests.waiting import wait_for
 from apps.nodes import engine
 from workers.tests.test_products import READY_SECONDS, launch_default
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 
 

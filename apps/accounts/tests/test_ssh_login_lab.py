@@ -14,7 +14,7 @@ from workers.tests.test_products import destroy_and_check, instance, launch_defa
 
 from .keys import ed25519_pair
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 SYNC_SECONDS = 60  # a key change to the worker, then an exec in the master
 
 

@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
-from apps.clusters import connection, queue
+from apps.clusters import connection, idle, queue
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
@@ -174,8 +174,30 @@ class ProvisioningSerializer(serializers.Serializer):
     phases = serializers.DictField(child=serializers.FloatField())
 
 
+class IdleStatusSerializer(serializers.Serializer):
+    limit_minutes = serializers.IntegerField(allow_null=True, help_text="its own limit")
+    effective_limit_minutes = serializers.IntegerField(
+        allow_null=True, help_text="its own, else its owner's group default; null: never"
+    )
+    from_group = serializers.BooleanField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    last_signal = serializers.CharField(help_text="what last counted as use")
+    stops_at = serializers.DateTimeField(allow_null=True, help_text="if nothing uses it")
+    warned = serializers.BooleanField()
+
+
+class IdleLimitSerializer(serializers.Serializer):
+    minutes = serializers.IntegerField(
+        allow_null=True,
+        min_value=idle.MIN_LIMIT_MINUTES,
+        max_value=idle.MAX_LIMIT_MINUTES,
+        help_text="stop (data kept) after this long unused; null: no limit of its own",
+    )
+
+
 class ClusterDetailSerializer(ClusterSerializer):
     timestamps = serializers.SerializerMethodField()
+    idle = serializers.SerializerMethodField()
     instances = InstanceSerializer(many=True)
     endpoints = serializers.SerializerMethodField()
     connection = serializers.SerializerMethodField()
@@ -199,7 +221,13 @@ class ClusterDetailSerializer(ClusterSerializer):
             "queue",
             "provisioning",
             "data_path",
+            "idle",
         ]
+
+    @extend_schema_field(IdleStatusSerializer)
+    def get_idle(self, cluster: Cluster) -> dict:
+        """Idle stop: the limit, what last used the cluster and when it stops if unused."""
+        return IdleStatusSerializer(idle.status(cluster)).data
 
     @extend_schema_field(InstanceDataPathSerializer(many=True))
     def get_data_path(self, cluster: Cluster) -> list[dict]:

@@ -11,7 +11,7 @@ from apps.clusters.tests.waiting import wait_for
 
 from .cesga_product import BASE, register
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 
 

@@ -12,7 +12,7 @@ from apps.inventory.models import Disk
 
 from .conftest import token_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def poll(http: requests.Session, url: str, *states: str, seconds: float = 120) -> dict:

@@ -18,7 +18,7 @@ from apps.clusters.tests.waiting import wait_for
 
 from .conftest import token_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

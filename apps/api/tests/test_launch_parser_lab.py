@@ -11,7 +11,7 @@ from apps.clusters import services
 from apps.clusters.models import Cluster
 from apps.clusters.tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import logs, services
+from apps.clusters import idle, logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
 from portal import streams
@@ -31,6 +31,8 @@ from ..serializers.clusters import (
     ClusterSerializer,
     ExtendedSerializer,
     ExtendSerializer,
+    IdleLimitSerializer,
+    IdleStatusSerializer,
     cluster_url,
 )
 from ..serializers.progress import EventPageSerializer, EventQuerySerializer, LogQuerySerializer
@@ -47,7 +49,7 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
     instances = Instance.objects.select_related("node", "address").prefetch_related(
         Prefetch("allocations", queryset=allocations, to_attr="active_allocations")
     )
-    return (
+    return idle.with_group_limits(
         (base if base is not None else Cluster.objects.all())
         .select_related("owner", "version__product", "revision", "credentials")
         .prefetch_related(Prefetch("instances", queryset=instances), "events")
@@ -177,6 +179,26 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         hours = asked.validated_data["hours"]
         end = services.extend_lease(cluster.id, hours, actor=request.user)  # 409 if over
         return Response(ExtendedSerializer({"expires_at": end}).data)
+
+    @extend_schema(request=IdleLimitSerializer, responses={200: IdleStatusSerializer})
+    @action(detail=True, methods=["post"])
+    def idle(self, request: Request, **kwargs) -> Response:
+        """Set the idle limit: stopped (data kept) after `minutes` unused; null for none."""
+        cluster = self.get_object()
+        asked = IdleLimitSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        idle.set_limit(cluster.id, asked.validated_data["minutes"])
+        cluster.refresh_from_db()
+        return Response(IdleStatusSerializer(idle.status(cluster)).data)
+
+    @extend_schema(request=None, responses={200: IdleStatusSerializer})
+    @action(detail=True, methods=["post"], url_path="keep-running")
+    def keep_running(self, request: Request, **kwargs) -> Response:
+        """Start the idle clock again now, as if the cluster had just been used."""
+        cluster = self.get_object()
+        idle.keep_running(cluster.id)
+        cluster.refresh_from_db()
+        return Response(IdleStatusSerializer(idle.status(cluster)).data)
 
     @extend_schema(parameters=[EventQuerySerializer], responses={200: EventPageSerializer})
     @action(detail=True, methods=["get"])

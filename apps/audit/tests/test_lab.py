@@ -11,7 +11,6 @@ from workers import reconciler
 
 from .conftest import USER_ADDRESS, bearer, events_of, only_event
 
-pytestmark = pytest.mark.lab
 A = AuditEvent.Action
 
 

@@ -12,7 +12,7 @@ from apps.inventory.models import Node
 from apps.nodes import engine
 from workers import reconciler
 
-pytestmark = [pytest.mark.django_db, pytest.mark.lab]
+pytestmark = pytest.mark.django_db
 
 
 def output_of(client, image: str) -> str:

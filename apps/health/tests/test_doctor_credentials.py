@@ -53,7 +53,6 @@ def test_a_certificate_expiring_soon_is_reported(portal_client, monkeypatch):
     assert not finding.ok and "renew" in finding.fix
 
 
-@pytest.mark.lab
 def test_the_lab_nodes_certificates_are_checked(lab_inventory):
     tcp = [node.name for node in lab_inventory if node.transport == "tcp"]
     findings = doctor.credential_findings()

@@ -13,8 +13,6 @@ from apps.inventory import pki
 from apps.inventory.models import Node
 from apps.nodes import engine
 
-pytestmark = pytest.mark.lab
-
 
 def add_node(*args: str) -> str:
     out = io.StringIO()

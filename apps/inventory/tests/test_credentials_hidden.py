@@ -15,8 +15,6 @@ from apps.inventory import pki
 from apps.inventory.models import Node
 from apps.nodes import NodeError, engine
 
-pytestmark = pytest.mark.lab
-
 
 def key_lines(path: Path) -> list[str]:
     """The base64 body of a PEM private key, line by line."""

@@ -34,7 +34,6 @@ def test_a_task_that_raises_is_counted_as_a_failure(scrape, celery_worker_proces
     assert value(samples, "platter_tasks_total", task="platter.ping", state="SUCCESS") == 1
 
 
-@pytest.mark.lab
 def test_a_launch_on_the_lab_records_its_reservation_and_placement(
     scrape, dispatching, lab_cleanup, alice
 ):

@@ -4,7 +4,6 @@ import os
 import uuid
 from pathlib import Path
 
-import pytest
 from django.conf import settings
 
 from apps.inventory.models import Disk
@@ -25,7 +24,6 @@ def test_it_caps_reads_and_writes_per_device():
     }
 
 
-@pytest.mark.lab
 def test_a_capped_lab_disk_is_throttled_in_the_containers_blkio_cgroup(lab_inventory):
     node = next(n for n in lab_inventory if n.endpoint.startswith("tcp://"))
     disk = node.disks.first()

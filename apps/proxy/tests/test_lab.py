@@ -17,7 +17,7 @@ from apps.proxy.tests.upstream import open_ui
 from apps.web.tests.browsing import sign_in
 from workers.tests.test_products import instance, launch_default
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def assert_host_reaches(address: str) -> None:

@@ -21,7 +21,6 @@ def shot(page, name: str) -> None:
     page.screenshot(path=SHOTS / f"{name}.png", full_page=True)
 
 
-@pytest.mark.lab
 def test_demo_launches_watches_it_run_and_destroys_it(
     page, seeded, dispatching, lab_inventory, lab_cleanup
 ):

@@ -16,7 +16,7 @@ from apps.clusters.models import Cluster
 from apps.clusters.tests.waiting import wait_for
 from apps.web.tests.browsing import sign_in
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
+pytestmark = pytest.mark.django_db(transaction=True)
 JOB = """
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.appName("journey").getOrCreate()

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import logs, queue, services, states
+from apps.clusters import idle, logs, queue, services, states
 from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
@@ -50,7 +50,9 @@ def _detail(request: HttpRequest, cluster_id: int) -> Cluster:
     instances = Instance.objects.select_related("node", "address").prefetch_related(
         Prefetch("allocations", queryset=held, to_attr="held")
     )
-    clusters = my_clusters(request).prefetch_related(Prefetch("instances", queryset=instances))
+    clusters = idle.with_group_limits(
+        my_clusters(request).prefetch_related(Prefetch("instances", queryset=instances))
+    )
     cluster = get_object_or_404(clusters, id=cluster_id)
     label_destinations(cluster, list(cluster.instances.all()), "held")
     return cluster
@@ -117,6 +119,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "live": _live(cluster.state),
         "queue": queue.position(cluster),
         "provisioning": launch_provisioning(cluster),
+        "idle": idle.status(cluster),
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
         context["data_path"] = data_path(cluster)
@@ -266,6 +269,30 @@ def cluster_extend(request: HttpRequest, cluster_id: int) -> HttpResponse:
     return _act(
         request, cluster, lambda: services.extend_lease(cluster.id, hours, actor=request.user)
     )
+
+
+IDLE_MINUTES = forms.IntegerField(
+    min_value=idle.MIN_LIMIT_MINUTES, max_value=idle.MAX_LIMIT_MINUTES
+)
+
+
+@login_required
+@require_POST
+def cluster_idle(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """Set the idle limit (minutes; empty for none of its own), or keep it running now."""
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    if "keep_running" in request.POST:
+        idle.keep_running(cluster.id)
+        messages.success(request, "Kept running: the idle clock starts again now.")
+        return redirect("web:cluster", cluster_id=cluster.id)
+    text = request.POST.get("minutes", "").strip()
+    try:
+        minutes = IDLE_MINUTES.clean(text) if text else None
+    except forms.ValidationError as error:
+        messages.error(request, f"Give the idle limit in minutes ({' '.join(error.messages)})")
+        return redirect("web:cluster", cluster_id=cluster.id)
+    idle.set_limit(cluster.id, minutes)
+    return redirect("web:cluster", cluster_id=cluster.id)
 
 
 def _act(request: HttpRequest, cluster: Cluster, action) -> HttpResponse:

@@ -1,0 +1,170 @@
+"""Idle stop, the periodic part: look for use of every running cluster that has an idle limit,
+then warn or stop as apps/clusters/idle.py rules (beat runs check_idle_clusters every minute).
+
+The signals probed here (the UI proxy records its requests itself, as they happen):
+- a portal job queued or running on the cluster (apps.jobs);
+- a Spark or YARN application running: the master's own REST API, asked inside the container
+  (Spark master UI /json/ on 8080, YARN ResourceManager /ws/v1/cluster/apps on 8088);
+- an open connection from outside the cluster to a port an instance listens on: an ssh
+  session, a cqlsh or MongoDB client, a browser through the proxy. Read from the kernel's
+  /proc/net/tcp{,6} in each container; connections between the cluster's own members (gossip,
+  heartbeats, a driver inside the cluster) are not use.
+A probe that fails (a node down, a container restarting) reports nothing: it never stops a
+cluster by itself, it only leaves the clock running as it was."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from datetime import datetime
+
+from django.utils import timezone
+
+from apps import nodes
+from apps.clusters import idle
+from apps.clusters.models import Cluster, Instance
+from apps.clusters.services import StateConflict, request_stop
+from apps.clusters.transitions import record_event
+from apps.jobs.models import Job
+from apps.nodes import NodeError
+
+log = logging.getLogger(__name__)
+PROBE_TIMEOUT = 10  # seconds per exec
+ESTABLISHED, LISTEN = "01", "0A"
+
+# Listening port -> (URL path on it, what it counts, the signal's words).
+APP_PROBES = {
+    8080: ("/json/", "activeapps", "a Spark application running"),
+    8088: ("/ws/v1/cluster/apps?states=RUNNING,ACCEPTED", "apps.app", "a YARN application running"),
+}
+# Prints how many items the JSON at the URL holds under the dotted key (0 when none).
+APP_COUNT = (
+    "import json,sys,urllib.request as u\n"
+    "d=json.load(u.urlopen('http://127.0.0.1:%s%s',timeout=5))\n"
+    "for k in sys.argv[1].split('.'):\n"
+    "    d=(d or {}).get(k) or []\n"
+    "print(len(d))"
+)
+
+
+def check_idle_clusters(now: datetime | None = None) -> dict[str, list[int]]:
+    """Probe, then warn or stop, every running cluster with an idle limit."""
+    done: dict[str, list[int]] = {"warned": [], "stopped": []}
+    for cluster in Cluster.objects.filter(state=Cluster.State.RUNNING):
+        if idle.limit_of(cluster) is None:
+            continue
+        seen = signals(cluster)
+        if seen:  # the first names it: a job before an application before a connection
+            idle.record_use(cluster.id, seen[0], timezone.now())
+        cluster.refresh_from_db()
+        verdict = idle.verdict(cluster, now or timezone.now())
+        if verdict.action == "warn":
+            warn(cluster, verdict)
+            done["warned"].append(cluster.id)
+        elif verdict.action == "stop" and stop(cluster, verdict):
+            done["stopped"].append(cluster.id)
+    return done
+
+
+def warn(cluster: Cluster, verdict: idle.Verdict) -> None:
+    assert verdict.stops_at is not None
+    minutes = max(1, round((verdict.stops_at - timezone.now()).total_seconds() / 60))
+    record_event(
+        cluster.id,
+        f"idle for {_minutes(verdict.idle_for)}: it stops (data kept) in about {minutes} min "
+        "unless it is used or kept running",
+        level="warning",
+    )
+    Cluster.objects.filter(id=cluster.id).update(idle_warned_at=timezone.now())
+
+
+def stop(cluster: Cluster, verdict: idle.Verdict) -> bool:
+    assert verdict.limit is not None
+    reason = (
+        f"idle stop: nothing used it for {_minutes(verdict.idle_for)} "
+        f"(its idle limit is {_minutes(verdict.limit)}); its data is kept"
+    )
+    try:
+        request_stop(cluster.id, reason=reason)
+    except StateConflict:
+        return False  # it moved on meanwhile (stopped by hand, destroyed)
+    return True
+
+
+def signals(cluster: Cluster) -> list[str]:
+    """The signals of use seen now, in words."""
+    found = []
+    if Job.objects.filter(cluster=cluster, state__in=["queued", "running"]).exists():
+        found.append("a portal job running")
+    instances = list(
+        Instance.objects.filter(cluster=cluster, active=True)
+        .exclude(node=None)
+        .select_related("node", "address")
+    )
+    members = {i.address.ip for i in instances if i.address}
+    for instance in instances:
+        try:
+            found += _instance_signals(instance, members)
+        except (NodeError, TimeoutError, ValueError) as error:  # a probe that fails sees nothing
+            log.info("idle probe of %s skipped: %s", instance.hostname, error)
+    return found
+
+
+def _instance_signals(instance: Instance, members: set[str]) -> list[str]:
+    client = nodes.client(instance.node)
+    container = instance.container_id or instance.hostname
+    code, table = client.exec(container, ["cat", "/proc/net/tcp", "/proc/net/tcp6"], PROBE_TIMEOUT)
+    if code != 0:
+        return []
+    listening, clients = connections(table, members)
+    found = []
+    for port in sorted(listening & APP_PROBES.keys()):
+        path, key, words = APP_PROBES[port]
+        code, out = client.exec(
+            container, ["python3", "-c", APP_COUNT % (port, path), key], PROBE_TIMEOUT
+        )
+        if code == 0 and out.strip().isdigit() and int(out.strip()) > 0:
+            found.append(f"{words} on {instance.hostname}")
+    found += [f"{client_ip} connected to {instance.hostname}:{port}" for port, client_ip in clients]
+    return found[:3]
+
+
+def connections(table: str, members: set[str]) -> tuple[set[int], list[tuple[int, str]]]:
+    """From /proc/net/tcp{,6} text: the ports listened on, and the established connections to
+    them from outside the cluster as (port, client address)."""
+    rows = []
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 4 or ":" not in fields[1] or fields[0] == "sl":
+            continue
+        local, remote, state = fields[1], fields[2], fields[3]
+        rows.append((_address(local), _address(remote), state))
+    listening = {port for (_, port), _, state in rows if state == LISTEN}
+    clients = []
+    for (_, port), (client_ip, _), state in rows:
+        if state != ESTABLISHED or port not in listening or client_ip is None:
+            continue
+        address = ipaddress.ip_address(client_ip)
+        if address.is_loopback or client_ip in members:
+            continue
+        clients.append((port, client_ip))
+    return listening, clients
+
+
+def _address(text: str) -> tuple[str | None, int]:
+    """'0100007F:1F90' (little-endian words, as the kernel prints them) -> ('127.0.0.1', 8080)."""
+    host, port = text.split(":")
+    try:
+        raw = bytes.fromhex(host)
+        words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+        address = ipaddress.ip_address(words)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+            address = address.ipv4_mapped
+        return str(address), int(port, 16)
+    except ValueError:
+        return None, int(port, 16) if all(c in "0123456789abcdefABCDEF" for c in port) else 0
+
+
+def _minutes(delta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes} min" if minutes < 120 else f"{minutes / 60:.1f} h"

@@ -1,0 +1,141 @@
+"""Idle stop on the node fake: the rules of apps/clusters/idle.py and the probes of
+workers/idle.py (connections read from /proc/net/tcp, applications, portal jobs)."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from apps.clusters import idle as rules
+from apps.clusters.models import Cluster, IdlePolicy, Instance
+from apps.clusters.reservation import reserve
+from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
+from apps.clusters.transitions import transition
+from apps.nodes.fake import FakeContainer, FakeNodes
+from workers import idle
+
+pytestmark = pytest.mark.django_db
+S = Cluster.State
+
+# /proc/net/tcp as the kernel prints it: sshd listening on 22, a session from 10.1.2.3 (not a
+# member), and a connection from 10.9.0.3 (a member of the cluster) to 7077.
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid
+   0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0
+   1: 00000000:1BA5 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0
+   2: 0200090A:0016 0302010A:C350 01 00000000:00000000 00:00000000 00000000     0
+   3: 0200090A:1BA5 0300090A:D431 01 00000000:00000000 00:00000000 00000000     0
+   4: 0100007F:1BA5 0100007F:D432 01 00000000:00000000 00:00000000 00000000     0
+"""
+
+
+@pytest.fixture
+def running(alice) -> Cluster:
+    make_network()
+    make_node()
+    cluster = make_cluster(alice, wants(1, cores=1, memory_mb=64, disks=1))
+    reserve(cluster.id)
+    transition(cluster.id, S.PLACING, S.CONFIGURING)
+    transition(cluster.id, S.CONFIGURING, S.RUNNING)
+    return Cluster.objects.get(id=cluster.id)
+
+
+def hex_ipv4(address: str) -> str:
+    return bytes(int(part) for part in address.split("."))[::-1].hex().upper()
+
+
+def member_table(cluster: Cluster) -> str:
+    """TCP with the member's connection coming from the cluster's own instance."""
+    own = Instance.objects.get(cluster=cluster).address.ip
+    return TCP.replace("0300090A", hex_ipv4(own))
+
+
+def containers_of(cluster: Cluster, nodes: FakeNodes) -> None:
+    for i in Instance.objects.filter(cluster=cluster).select_related("node"):
+        name = i.container_id or i.hostname
+        nodes.on(i.node.name)[name] = FakeContainer(name, name, {}, state="running")
+
+
+def aged(cluster: Cluster, minutes: float) -> Cluster:
+    """As if it started running `minutes` ago and nothing used it since."""
+    Cluster.objects.filter(id=cluster.id).update(
+        running_at=timezone.now() - timedelta(minutes=minutes), active_at=None, active_signal=""
+    )
+    return Cluster.objects.get(id=cluster.id)
+
+
+def test_the_kernels_table_gives_connections_from_outside_only():
+    listening, clients = idle.connections(TCP, members={"10.9.0.2", "10.9.0.3"})
+    assert listening == {22, 7077}
+    assert clients == [(22, "10.1.2.3")]  # the member's and the loopback ones are no use
+
+
+def test_without_a_limit_nothing_happens_and_a_group_default_applies(running, alice):
+    assert rules.verdict(aged(running, 600), timezone.now()).action == "keep"
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    IdlePolicy.objects.create(group=team, idle_limit_minutes=60)
+    judged = rules.verdict(aged(running, 61), timezone.now())
+    assert (judged.action, judged.limit) == ("stop", timedelta(minutes=60))
+
+
+def test_it_warns_once_before_and_stops_after_the_limit_with_the_reason(running):
+    rules.set_limit(running.id, 30)
+    with FakeNodes() as nodes:
+        containers_of(running, nodes)
+        aged(running, 25)
+        assert idle.check_idle_clusters() == {"warned": [running.id], "stopped": []}
+        assert idle.check_idle_clusters() == {"warned": [], "stopped": []}  # once
+        aged(running, 31)
+        Cluster.objects.filter(id=running.id).update(idle_warned_at=timezone.now())
+        assert idle.check_idle_clusters() == {"warned": [], "stopped": [running.id]}
+    stopped = Cluster.objects.get(id=running.id)
+    assert stopped.state == S.STOPPING  # the stop operation does the rest, data kept
+    assert stopped.reason.startswith("idle stop: nothing used it for 31 min")
+    warning = stopped.events.get(level="warning")
+    assert "it stops (data kept) in about" in warning.message
+
+
+def test_an_ssh_session_from_outside_keeps_it_running_and_is_named(running):
+    rules.set_limit(running.id, 30)
+    with FakeNodes() as nodes:
+        containers_of(running, nodes)
+        nodes.exec_results["cat"] = (0, member_table(running))
+        aged(running, 45)
+        assert idle.check_idle_clusters() == {"warned": [], "stopped": []}
+    kept = Cluster.objects.get(id=running.id)
+    assert kept.state == S.RUNNING
+    assert kept.active_signal.startswith("10.1.2.3 connected to ")
+    assert rules.status(kept)["last_signal"] == kept.active_signal
+
+
+def test_a_running_application_keeps_it_running(running):
+    rules.set_limit(running.id, 30)
+    spark_master = TCP.replace("1BA5", "1F90")  # listening on 8080, the master UI
+    with FakeNodes() as nodes:
+        containers_of(running, nodes)
+        own = hex_ipv4(Instance.objects.get(cluster=running).address.ip)
+        inside = spark_master.replace("0302010A", own).replace("0300090A", own)
+        nodes.exec_results["cat"] = (0, inside)  # no connection from outside at all
+        nodes.exec_results["python3"] = (0, "1\n")
+        aged(running, 45)
+        assert idle.check_idle_clusters()["stopped"] == []
+    assert "a Spark application running" in Cluster.objects.get(id=running.id).active_signal
+
+
+def test_keep_running_resets_the_clock(running):
+    rules.set_limit(running.id, 30)
+    aged(running, 45)
+    rules.keep_running(running.id)
+    kept = Cluster.objects.get(id=running.id)
+    assert rules.verdict(kept, timezone.now()).action == "keep"
+    assert kept.active_signal == "kept running by its owner"
+
+
+@pytest.mark.parametrize(
+    "minutes, problem",
+    [(0, "between 1 and 43200 minutes, got 0"), ("5", "whole minutes, got '5'")],
+)
+def test_a_bad_limit_is_named(minutes, problem):
+    with pytest.raises(rules.IdleLimitError, match=problem):
+        rules.check_limit(minutes)
