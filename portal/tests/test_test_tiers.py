@@ -10,7 +10,8 @@ class Item:
     """What the hook reads and writes of a collected test."""
 
     def __init__(self, *fixtures: str) -> None:
-        self.fixturenames, self.markers = list(fixtures), []
+        self.fixturenames = list(fixtures)
+        self.markers: list[str] = []
 
     def add_marker(self, marker: str) -> None:
         self.markers.append(marker)
