@@ -72,7 +72,7 @@ def data_path(cluster: Cluster, placed: list[Instance] | None = None) -> list[In
     API's detail query); else they are read here."""
     if placed is not None:
         instances = placed
-        disks = {i.id: [a.disk for a in i.active_allocations] for i in placed}
+        disks = {i.id: [a.disk for a in i.active_allocations] for i in placed}  # type: ignore[attr-defined]
     else:
         instances = list(
             cluster.instances.filter(active=True).select_related("node").order_by("id")

@@ -86,7 +86,8 @@ REDIS_URL = envstr("REDIS_URL", f"redis://127.0.0.1:{LOCAL_REDIS_PORT}/0")
 REDIS_TIMEOUTS = {"socket_connect_timeout": 3, "socket_timeout": 5}
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # Django's Redis cache, with one client per process instead of one per call and thread.
+        "BACKEND": "portal.cache.SharedRedisCache",
         "LOCATION": REDIS_URL,
         "OPTIONS": REDIS_TIMEOUTS,
     }
@@ -406,6 +407,9 @@ SESSION_COOKIE_AGE = envint("PLATTER_SESSION_HOURS", 12) * 3600
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# No script reads the CSRF token from its cookie: pages carry it (<body hx-headers>, forms,
+# DRF's browsable API), so a script that runs on the portal's origin cannot read it either.
+CSRF_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -455,27 +459,35 @@ METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 
 # ---------------------------------------------------------------- web UIs (issue 17, item 5)
 # apps.proxy serves the products' web UIs (Spark, NameNode, ResourceManager) to a cluster's
-# owner and staff at /clusters/<id>/ui/<hostname>/<port>/. Those pages run the product's own
-# scripts: on the portal's origin they could act as the signed-in user (the session cookie is
-# HttpOnly and upstream Set-Cookie is dropped, but same-origin requests still carry it). A
-# production site should serve them from an origin of its own: PLATTER_PROXY_ORIGIN (e.g.
-# https://ui.platter.example.org, a host name of the portal whose session cookie reaches it
-# through SESSION_COOKIE_DOMAIN) makes the links and Spark's reverse proxy URL point there,
-# the proxy answer only there and the portal's other pages answer 404 there (so its sign-in
-# page too: such a site sets LOGIN_URL to the portal's absolute sign-in URL).
+# owner and staff. They run the tenant's own scripts (a user is root in their containers), so
+# cluster N's UIs live on an origin of their own, cN.<PLATTER_UI_DOMAIN> (a wildcard DNS name
+# and certificate; README, "Production deployment"): the portal's path
+# /clusters/N/ui/<hostname>/<port>/ checks access and sends the browser there with a one-time
+# ticket; that host gets a cookie of its own for that user and cluster, and serves nothing else.
 INSTALLED_APPS += ["apps.proxy"]
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
-    "apps.proxy.middleware.SeparateOriginMiddleware",
+    "apps.proxy.middleware.UIHostMiddleware",
 )
-PROXY_ORIGIN = envstr("PLATTER_PROXY_ORIGIN", "").rstrip("/")
+# e.g. "ui.platter.example.org"; dev.py and the tests use "ui.localhost". ALLOWED_HOSTS takes
+# ".<UI_DOMAIN>" in dev.py and prod.py. Empty: no UI origins (see PROXY_ON_PORTAL_ORIGIN).
+UI_DOMAIN = envstr("PLATTER_UI_DOMAIN", "").strip(".").lower()
+# Serve UIs on the portal's own origin when there is no UI_DOMAIN, sandboxed (CSP sandbox
+# without allow-same-origin: scripts in an opaque origin, no writes through the proxy; pages
+# that fetch data with scripts, such as Spark's executors tab, stay empty). Off: no UIs then.
+PROXY_ON_PORTAL_ORIGIN = envbool("PLATTER_PROXY_ON_PORTAL_ORIGIN", False)
+# A ticket is good for this many seconds and once; a UI host's cookie for this many seconds
+# (then the next page view fetches a new one from the portal, which checks the session again).
+UI_TICKET_SECONDS = envint("PLATTER_UI_TICKET_SECONDS", 30)
+UI_COOKIE_SECONDS = envint("PLATTER_UI_COOKIE_SECONDS", 900)
+UI_COOKIE_NAME = "platter_ui"
+# The portal's URL, where a UI host sends a browser that has no cookie yet (one whose cookie
+# ran out goes back to the portal that minted it); empty: such a browser is told to start
+# from the cluster page.
+PORTAL_URL = envstr("PLATTER_PORTAL_URL", "").rstrip("/")
 # Seconds to wait for a node's UI to accept the connection, and then for each read.
 PROXY_CONNECT_TIMEOUT = envint("PLATTER_PROXY_CONNECT_TIMEOUT", 5)
 PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
-# Sandbox proxied pages (CSP sandbox without allow-same-origin): their scripts then run in an
-# opaque origin and cannot use the portal's session at all; pages rendered by the server work,
-# those that fetch data with scripts (Spark's executors tab) do not.
-PROXY_SANDBOX = envbool("PLATTER_PROXY_SANDBOX", False)
 # httpx logs every proxied request at INFO (static files included): the request log has them.
 LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
 
@@ -499,18 +511,6 @@ OIDC_GROUPS_CLAIM = ""
 OIDC_GROUP_MAPPING: dict[str, Any] = {}
 globals().update(_directory)
 
-# ---------------------------------------------------------------- streams (issue 29, item 2)
-# Log follows and proxied web UI responses stream on the web process's event loop (ASGI,
-# deploy/gunicorn.conf.py), never holding a thread; portal/streams.py counts them per user in
-# Redis across processes. Over STREAMS_PER_USER the answer is 429 naming the limit. Every
-# stream ends by its deadline: a follow after STREAM_FOLLOW_SECONDS, a proxied response after
-# PROXY_DEADLINE_SECONDS (a UI that drips a byte now and then is cut there).
-STREAMS_PER_USER = envint("PLATTER_STREAMS_PER_USER", 20)
-STREAM_FOLLOW_SECONDS = envint("PLATTER_STREAM_FOLLOW_SECONDS", 300)
-PROXY_DEADLINE_SECONDS = envint("PLATTER_PROXY_DEADLINE_SECONDS", 60)
-# A slot a stream keeps pushing on; a dead process's slots free themselves after this long.
-STREAM_SLOT_TTL = 60
-
 # ---------------------------------------------------------------- jobs (issue 30)
 # Spark and MapReduce jobs on running clusters (apps.jobs, workers/jobs.py). Uploads are kept
 # in the database: a cap per file and per job, named in the 413 that refuses more. The driver
@@ -523,3 +523,15 @@ JOB_LOG_MAX_CHARS = envint("PLATTER_JOB_LOG_MAX_CHARS", 1024 * 1024)
 JOB_RESULT_MAX_BYTES = envint("PLATTER_JOB_RESULT_MAX_BYTES", 16 * 1024 * 1024)
 JOB_POLL_SECONDS = float(envint("PLATTER_JOB_POLL_MS", 500)) / 1000
 JOB_MAX_SECONDS = envint("PLATTER_JOB_MAX_SECONDS", 24 * 3600)
+
+# ---------------------------------------------------------------- streams (issue 29, item 2)
+# Log follows and proxied web UI responses stream on the web process's event loop (ASGI,
+# deploy/gunicorn.conf.py), never holding a thread; portal/streams.py counts them per user in
+# Redis across processes. Over STREAMS_PER_USER the answer is 429 naming the limit. Every
+# stream ends by its deadline: a follow after STREAM_FOLLOW_SECONDS, a proxied response after
+# PROXY_DEADLINE_SECONDS (a UI that drips a byte now and then is cut there).
+STREAMS_PER_USER = envint("PLATTER_STREAMS_PER_USER", 20)
+STREAM_FOLLOW_SECONDS = envint("PLATTER_STREAM_FOLLOW_SECONDS", 300)
+PROXY_DEADLINE_SECONDS = envint("PLATTER_PROXY_DEADLINE_SECONDS", 60)
+# A slot a stream keeps pushing on; a dead process's slots free themselves after this long.
+STREAM_SLOT_TTL = 60

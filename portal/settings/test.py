@@ -18,7 +18,7 @@ _TEST_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/" + envstr("PLATTER_TEST_REDIS
 CELERY_BROKER_URL = CELERY_RESULT_BACKEND = _TEST_REDIS_URL
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "portal.cache.SharedRedisCache",
         "LOCATION": _TEST_REDIS_URL,
     }
 }

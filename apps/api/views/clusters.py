@@ -3,7 +3,6 @@ from collections.abc import AsyncIterator, Iterator
 from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, renderers, serializers, status
@@ -21,7 +20,7 @@ from portal import streams
 
 from .. import idempotency
 from ..errors import ApiError
-from ..filters import ClusterFilter
+from ..filters import ClusterFilter, NamedFilterBackend
 from ..launching import find_version, launch_from_body
 from ..permissions import visible_clusters
 from ..schema import ErrorSerializer
@@ -87,6 +86,8 @@ IDEMPOTENCY_CONFLICT = OpenApiResponse(
 
 
 def text_stream(lines: Iterator[str] | AsyncIterator[str]) -> StreamingHttpResponse:
+    if not hasattr(lines, "__aiter__"):  # a blocking stream: read in a thread, not buffered
+        lines = streams.in_thread(lines)  # type: ignore[arg-type]
     response = StreamingHttpResponse(lines, content_type=TEXT)
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # a buffering proxy (nginx) would hold the lines back
@@ -98,7 +99,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     /clusters/<username>/<product>/<version>/<id>."""
 
     filterset_class = ClusterFilter
-    filter_backends = [DjangoFilterBackend, OrderingFilter]  # ?ordering=-created
+    filter_backends = [NamedFilterBackend, OrderingFilter]  # ?ordering=-created
     ordering_fields = ["id", "name", "state", "created", "expires_at"]
     lookup_value_regex = r"\d+"
 
