@@ -250,7 +250,9 @@ def web_application():  # an ASGI callable; Django is imported only here
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
     from django.core.asgi import get_asgi_application
 
-    return ASGIStaticFilesHandler(get_asgi_application())
+    from portal.asgi import with_websockets
+
+    return with_websockets(ASGIStaticFilesHandler(get_asgi_application()))
 
 
 def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:

@@ -492,6 +492,11 @@ PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
 LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
 
 # ---------------------------------------------------------------- directory sign-in (issue 20, 3)
+# WebSockets to a UI (Jupyter's kernels; apps/proxy/websocket.py): a message is at most this
+# many bytes either way (a notebook's plot is a few), and a connection that carries no message
+# either way for this many seconds is closed (JupyterLab opens it again when it needs it).
+PROXY_WS_MAX_MESSAGE_BYTES = envint("PLATTER_PROXY_WS_MAX_MESSAGE_BYTES", 16 * 1024 * 1024)
+PROXY_WS_IDLE_SECONDS = envint("PLATTER_PROXY_WS_IDLE_SECONDS", 900)
 # LDAP and OpenID Connect, each off until its PLATTER_LDAP_* / PLATTER_OIDC_* variables name a
 # server (portal/settings/directory.py reads them; README: "Sign in with your directory").
 # Their backends come after the local accounts' (and axes' lock-out check), so a local
