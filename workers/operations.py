@@ -30,6 +30,7 @@ from django.utils import timezone
 from apps.clusters import jobs, states
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.plans import UntrustedVersion
+from apps.clusters.reservation import fail as fail_cluster
 from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition
 from apps.nodes import NodeError
@@ -183,15 +184,7 @@ def fail(cluster_id: int, sources: tuple[str, ...] | str, why: str) -> bool:
     if cluster is None:
         return False
     lifecycle.remove_all(cluster)
-    with transaction.atomic():
-        locked = Cluster.objects.select_for_update().get(id=cluster_id)
-        if locked.state not in sources:
-            return False
-        transition(cluster_id, locked.state, S.FAILED, why)
-        # Nothing a user owns is lost to a failure: the data stays for a reuse or a wipe.
-        release(cluster_id, keep_data=True)
-        Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
-    return True
+    return fail_cluster(cluster_id, sources, why)
 
 
 def requeue(cluster_id: int, failure: PlacementFailed) -> bool:

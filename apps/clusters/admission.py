@@ -7,8 +7,8 @@ from django.db.models import F
 
 from . import backfill, jobs, placement
 from .models import Cluster
-from .reservation import Rejection, Reservation, release, reserve
-from .transitions import record_event, transition
+from .reservation import Rejection, Reservation, fail, reserve
+from .transitions import record_event
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,7 @@ def _reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
             "nothing is held. Please report it to the administrators."
         )
         try:
-            release(cluster_id)
-            transition(cluster_id, Cluster.State.QUEUED, Cluster.State.FAILED, reason)
+            fail(cluster_id, Cluster.State.QUEUED, reason)
         except Exception:  # (the database itself is failing: the next pass retries)
             log.exception("could not fail cluster %s", cluster_id)
         return None

@@ -29,6 +29,7 @@ import functools
 import json
 import logging
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -128,7 +129,7 @@ def _reject(cluster_id: int, rejected: _Rejected) -> Rejection:
     cause, message = rejected.cause, rejected.message
     with transaction.atomic():
         if cause in ("quota", "reuse", "network"):
-            transition(cluster_id, Cluster.State.QUEUED, Cluster.State.FAILED, message)
+            fail(cluster_id, Cluster.State.QUEUED, message)
         elif (
             Cluster.objects.filter(id=cluster_id, state=Cluster.State.QUEUED)
             .exclude(reason=message)
@@ -136,6 +137,25 @@ def _reject(cluster_id: int, rejected: _Rejected) -> Rejection:
         ):
             record_event(cluster_id, f"waiting: {message}")
     return Rejection(cluster_id, cause, message, quota=rejected.quota)
+
+
+def fail(cluster_id: int, sources: str | Collection[str], why: str, **release_options: Any) -> bool:
+    """The one way a cluster fails, used by the reservation, the admission queue and the
+    operations runner (workers.operations.fail, which removes its containers first, and the
+    reconciler through it): if it is still in one of `sources`, under its row lock, it moves
+    to failed with `why` (an error event), everything it held is given back with its data
+    kept (release(); `release_options` go to it) and its instances forget their containers.
+    Exactly once: False, and nothing done, when it already left `sources`."""
+    sources = (sources,) if isinstance(sources, str) else tuple(sources)
+    with transaction.atomic():
+        locked = Cluster.objects.select_for_update().filter(id=cluster_id).first()
+        if locked is None or locked.state not in sources:
+            return False
+        transition(cluster_id, locked.state, Cluster.State.FAILED, why)
+        # Nothing a user owns is lost to a failure: the data stays for a reuse or a wipe.
+        release(cluster_id, keep_data=True, **release_options)
+        Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
+    return True
 
 
 def _pipelined(*statements: tuple[str, Any]) -> list[list[tuple]]:
