@@ -267,7 +267,7 @@ def own_stack(
             f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("PLATTER_API_RATE_")
         )
         notes = [
-            f"own stack: gunicorn {web_workers} workers x 4 threads on 127.0.0.1:{port}, "
+            f"own stack: gunicorn {web_workers} uvicorn workers on 127.0.0.1:{port}, "
             f"a Celery worker (6 threads) on queues {','.join(ALL_QUEUES)} of "
             f"{os.environ['REDIS_URL']}, "
             f"database {LOAD_DB}, site {SITE}, lab address slot {LOAD_ADDRESS_SLOT}",

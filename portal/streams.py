@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -173,3 +173,18 @@ async def held(
             await aclose()
         if slot is not None:
             await slot.arelease()
+
+
+async def in_thread(stream: Iterator[T]) -> AsyncIterator[T]:
+    """A blocking iterator read one item at a time in a thread, so the loop never blocks on
+    it. Under ASGI, Django would otherwise read a synchronous streaming body to its end before
+    sending a byte (and warn): a follow would arrive only when it ended."""
+    done = object()
+    step = sync_to_async(lambda: next(stream, done), thread_sensitive=False)
+    try:
+        while (item := await step()) is not done:
+            yield item  # type: ignore[misc]
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            await sync_to_async(close, thread_sensitive=False)()

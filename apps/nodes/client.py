@@ -22,6 +22,8 @@ from django.conf import settings
 from docker.errors import DockerException
 from docker.types import LogConfig
 
+from portal import streams
+
 from . import engine, logstream
 from .engine import Endpoint
 from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused
@@ -292,7 +294,7 @@ class NodeClient:
         size = int(stat.get("size", 0))
         if size > limit:
             with suppress(Exception):
-                stream.close()  # type: ignore[attr-defined]  # a generator over the response
+                stream.close()  # a generator over the response
             return size, None
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
             member = archive.extractfile(archive.getmembers()[0])
@@ -377,7 +379,7 @@ class NodeClient:
                 self.node, container, tail, seconds, since=since, timestamps=timestamps
             )
         stream = self.follow_logs(container, tail, seconds, since=since, timestamps=timestamps)
-        return logstream.in_thread(stream)
+        return streams.in_thread(stream)
 
     def run_helper(
         self,

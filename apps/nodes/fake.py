@@ -19,7 +19,8 @@ from typing import cast
 
 from django.conf import settings
 
-from . import logstream
+from portal import streams
+
 from .client import NodeClient, installed
 from .engine import Endpoint
 from .errors import NodeError, NodeMissing, NodeUnreachable
@@ -164,7 +165,11 @@ class FakeNodeClient:
             found.state = "exited"
 
     def remove(self, name: str) -> None:
-        self._enter("remove", name).pop(name, None)
+        on_node = self._enter("remove", name)
+        found = (
+            name if name in on_node else next((k for k, c in on_node.items() if c.id == name), "")
+        )
+        on_node.pop(found, None)  # by name or id, as Docker takes either
 
     def kill(self, name: str, signal: str = "KILL") -> None:
         self._get("kill", name).state = "exited"
@@ -210,7 +215,7 @@ class FakeNodeClient:
         yield self.logs(container, tail)
 
     def follow_logs_async(self, container: str, tail: int, seconds: float, **options):
-        return logstream.in_thread(self.follow_logs(container, tail, seconds, **options))
+        return streams.in_thread(self.follow_logs(container, tail, seconds, **options))
 
     def run_helper(self, command: list[str], binds: list[str], *args, **options) -> tuple[int, str]:
         on_node = self._enter("run_helper", " ".join(command))

@@ -10,12 +10,11 @@ import codecs
 import ssl
 import struct
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from .engine import Endpoint
@@ -122,17 +121,3 @@ async def _frames(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             if len(header) == HEADER.size:
                 _, left = HEADER.unpack(header)
                 header = b""
-
-
-async def in_thread(stream: Iterator[str]) -> AsyncIterator[str]:
-    """A blocking stream (an ssh:// node's, a test's fake) read one chunk at a time in a
-    thread, so the loop itself never blocks on it."""
-    done = object()
-    step = sync_to_async(lambda: next(stream, done), thread_sensitive=False)
-    try:
-        while (chunk := await step()) is not done:
-            yield chunk  # type: ignore[misc]
-    finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            await sync_to_async(close, thread_sensitive=False)()

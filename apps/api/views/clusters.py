@@ -32,6 +32,7 @@ from ..serializers.clusters import (
     ExtendSerializer,
     IdleLimitSerializer,
     IdleStatusSerializer,
+    ResizeSerializer,
     cluster_url,
 )
 from ..serializers.progress import EventPageSerializer, EventQuerySerializer, LogQuerySerializer
@@ -86,8 +87,8 @@ IDEMPOTENCY_CONFLICT = OpenApiResponse(
 
 
 def text_stream(lines: Iterator[str] | AsyncIterator[str]) -> StreamingHttpResponse:
-    if not hasattr(lines, "__aiter__"):  # a blocking stream: read in a thread, not buffered
-        lines = streams.in_thread(lines)  # type: ignore[arg-type]
+    """A text/plain stream. Under ASGI pass an async iterator (portal.streams.in_thread wraps
+    a blocking one): Django reads a synchronous one to its end before sending a byte."""
     response = StreamingHttpResponse(lines, content_type=TEXT)
     response["Cache-Control"] = "no-store"
     response["X-Accel-Buffering"] = "no"  # a buffering proxy (nginx) would hold the lines back
@@ -168,6 +169,18 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     def start(self, request: Request, **kwargs) -> Response:
         cluster = self.get_object()
         services.request_start(cluster.id, actor=request.user)
+        return accepted(request, cluster)
+
+    @extend_schema(request=ResizeSerializer, responses={202: ClusterDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def resize(self, request: Request, **kwargs) -> Response:
+        """Grow or shrink a running cluster to `workers` instances of its scalable role; 400
+        naming why when it cannot be (bounds, HDFS replication, a product that cannot be
+        resized), 403 past a quota, 409 when it is not running."""
+        cluster = self.get_object()
+        asked = ResizeSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        services.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=ExtendSerializer, responses={200: ExtendedSerializer})
