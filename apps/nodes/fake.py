@@ -165,11 +165,7 @@ class FakeNodeClient:
             found.state = "exited"
 
     def remove(self, name: str) -> None:
-        on_node = self._enter("remove", name)
-        found = (
-            name if name in on_node else next((k for k, c in on_node.items() if c.id == name), "")
-        )
-        on_node.pop(found, None)  # by name or id, as Docker takes either
+        self._enter("remove", name).pop(name, None)
 
     def kill(self, name: str, signal: str = "KILL") -> None:
         self._get("kill", name).state = "exited"
