@@ -19,10 +19,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from apps import nodes
-from apps.clusters import plans
+from apps.clusters import leftovers, plans
 from apps.clusters.admission import reserve_or_fail
 from apps.clusters.credentials import credentials_of, redact
-from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
+from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance, Leftover
 from apps.clusters.reservation import Rejection
 from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
@@ -220,18 +220,35 @@ def _placement_failure(node: Node | None, error: Exception) -> PlacementFailed:
     return PlacementFailed(f"{where}{type(error).__name__}: {error}", node, transient=False)
 
 
-def remove_all(cluster: Cluster) -> list[str]:
-    """Remove every container of the cluster's placed instances; what could not be removed
-    (a node that does not answer) is returned and logged: its containers become orphans the
-    reconciler removes once the node answers."""
-    instances = list(cluster.instances.exclude(node=None).select_related("node"))
-    targets = [(i.node, plans.container_name(cluster.id, i.role, i.index)) for i in instances]
+def remove_all(cluster: Cluster) -> dict[int, str]:
+    """Remove every container of the cluster's placed instances, and those its earlier
+    leftovers left (releasing what they held once removed). Returns, by instance id, why a
+    container could not be removed (a node that does not answer), also recorded as an event:
+    the caller's release keeps what those instances hold until the reconciler sees them gone
+    (apps.clusters.leftovers)."""
+    # (node, container name, instance id or None for an earlier leftover's container)
+    targets: list[tuple[Node, str, int | None]] = [
+        (i.node, plans.container_name(cluster.id, i.role, i.index), i.id)
+        for i in cluster.instances.exclude(node=None).select_related("node")
+        if i.node is not None
+    ]
+    left = list(Leftover.objects.filter(cluster=cluster, released=None).select_related("node"))
+    named = {(node.id, name) for node, name, _ in targets}
+    targets += [(x.node, x.container, None) for x in left if (x.node_id, x.container) not in named]
     results = parallel(lambda target: nodes.client(target[0]).remove(target[1]), targets)
-    problems = []
-    for (_node, name), outcome in zip(targets, results, strict=True):
+    removed, problems = set(), {}
+    for (node, name, instance_id), outcome in zip(targets, results, strict=True):
         if isinstance(outcome, Exception):
-            problems.append(f"could not remove {name}: {outcome}")
-            record_event(cluster.id, problems[-1], WARNING)
+            detail = outcome.message if isinstance(outcome, NodeError) else str(outcome)
+            problem = f"could not remove {name} on {node.name}: {detail}"
+            record_event(cluster.id, problem, WARNING)
+            if instance_id is not None:
+                problems[instance_id] = problem
+        else:
+            removed.add((node.id, name))
+    for leftover in left:
+        if (leftover.node_id, leftover.container) in removed:
+            leftovers.release(leftover, f"removed from {leftover.node.name}")
     return problems
 
 
@@ -325,7 +342,8 @@ def destroy(cluster_id: int) -> str:
         return cluster.state
     problems = remove_all(cluster)
     if problems:
-        raise NodeError("-", "; ".join(problems), transient=True)
+        silent = cluster.instances.filter(id__in=problems).values_list("node__name", flat=True)
+        raise NodeError(", ".join(sorted(set(silent))), "; ".join(problems.values()), True)
     if cluster.wipe_data:
         wipe(cluster)
     finish_destroy(cluster_id, keep_data=not cluster.wipe_data)

@@ -176,15 +176,29 @@ def reason(operation: Operation, error: Exception) -> str:
 
 
 def fail(cluster_id: int, sources: tuple[str, ...] | str, why: str) -> bool:
-    """The cluster fails with `why`: its containers removed where the nodes answer (the
-    reconciler removes the rest once they do), everything it held given back with its data
-    kept. Exactly once: False, and nothing done, when the cluster already left `sources`."""
+    """The cluster fails with `why`: its containers removed where the nodes answer, everything
+    it held given back with its data kept, except what the containers that could not be
+    removed hold (the reconciler removes them, then gives that back). Exactly once: False, and
+    nothing done, when the cluster already left `sources`."""
     sources = (sources,) if isinstance(sources, str) else tuple(sources)
     cluster = Cluster.objects.filter(id=cluster_id, state__in=sources).first()
     if cluster is None:
         return False
-    lifecycle.remove_all(cluster)
-    return fail_cluster(cluster_id, sources, why)
+    unconfirmed = lifecycle.remove_all(cluster)
+    if unconfirmed:
+        why = f"{why}\n{still_held(cluster_id, unconfirmed)}"
+    return fail_cluster(cluster_id, sources, why, unconfirmed=unconfirmed)
+
+
+def still_held(cluster_id: int, unconfirmed: dict[int, str]) -> str:
+    """What a user reads about containers that could not be removed."""
+    silent = Instance.objects.filter(id__in=unconfirmed).values_list("node__name", flat=True)
+    where = ", ".join(sorted(set(silent)))
+    return (
+        f"{len(unconfirmed)} of its containers could not be removed ({where} did not answer): "
+        "their addresses, disks and network stay reserved, for nobody else, until Platter "
+        "sees them gone once the node answers; then it gives them back by itself."
+    )
 
 
 def requeue(cluster_id: int, failure: PlacementFailed) -> bool:
@@ -204,12 +218,14 @@ def requeue(cluster_id: int, failure: PlacementFailed) -> bool:
             return False
         node = failure.node
     record_event(cluster_id, str(failure), ClusterEvent.Level.ERROR)
-    lifecycle.remove_all(cluster)
+    unconfirmed = lifecycle.remove_all(cluster)
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
         if cluster.state != S.PLACING:
             return True  # a destroy came first; it releases
-        release(cluster_id, keep_data=False)  # a first launch wrote nothing worth keeping
+        # A first launch wrote nothing worth keeping; what containers that could not be
+        # removed hold stays held until they are seen gone (new ones are reserved instead).
+        release(cluster_id, keep_data=False, unconfirmed=unconfirmed)
         Instance.objects.filter(cluster_id=cluster_id).update(container_id="")
         cluster.avoid_nodes = sorted({*cluster.avoid_nodes, node.id})
         cluster.placement_attempts += 1

@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db import transaction
 
 from apps import nodes
-from apps.clusters import states
+from apps.clusters import leftovers, states
 from apps.clusters.credentials import redact
-from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance
+from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance, Leftover
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
 from apps.inventory.services import record_health_check
@@ -43,6 +43,7 @@ class Report:
     restarted: list[str] = field(default_factory=list)
     given_up: dict[int, str] = field(default_factory=dict)  # cluster id: why it fails
     orphans_removed: list[str] = field(default_factory=list)
+    leftovers_released: list[str] = field(default_factory=list)
 
 
 def reconcile(grace_seconds: int | None = None) -> dict:
@@ -62,7 +63,8 @@ def reconcile(grace_seconds: int | None = None) -> dict:
         found, images = found
         _node_answered(node, images, report)
         touched |= _compare(node, found, report)
-        _remove_orphans(node, found, grace, report)
+        removed = _release_leftovers(node, found, report)
+        _remove_orphans(node, [c for c in found if c["Id"] not in removed], grace, report)
     for cluster_id, why in report.given_up.items():
         operations.fail(cluster_id, WATCHED, why)
     for cluster_id in touched - set(report.given_up):
@@ -190,6 +192,36 @@ def _settle(cluster_id: int) -> None:
             transition(cluster_id, S.RUNNING, S.DEGRADED, f"{lost} of {len(states)} lost")
     if states and lost == len(states):
         operations.fail(cluster_id, WATCHED, "no instance of the cluster runs")
+
+
+def _release_leftovers(node: Node, found: list[dict], report: Report) -> set[str]:
+    """Containers a failure or a destroy could not remove from this node (it did not answer)
+    hold their addresses, disks and segment until seen gone: remove each one still here
+    (no grace: it is known to be ours and unwanted), then release what it held, exactly once
+    (apps.clusters.leftovers). Returns the ids of the containers removed."""
+    by_name = {c["Names"][0].lstrip("/"): c for c in found if c.get("Names")}
+    current = dict(
+        Instance.objects.filter(node=node, active=True).values_list("id", "container_id")
+    )
+    removed: set[str] = set()
+    for leftover in Leftover.objects.filter(node=node, released=None).order_by("id"):
+        container = by_name.get(leftover.container)
+        if container is not None:
+            owner = container["Labels"].get("platter.instance", "")
+            if owner.isdigit() and int(owner) in current:
+                if current[int(owner)] != container["Id"]:
+                    continue  # a placement in flight on this node replaces it: next pass
+                container = None  # that placement already replaced it: the leftover is gone
+        if container is not None:
+            try:
+                nodes.client(node).remove(container["Id"])
+            except NodeError as error:
+                log.warning("node %s: could not remove %s: %s", node.name, leftover, error)
+                continue
+            removed.add(container["Id"])
+        if leftovers.release(leftover, f"is gone from {node.name}"):
+            report.leftovers_released.append(f"{node.name}/{leftover.container}")
+    return removed
 
 
 def _remove_orphans(node: Node, found: list[dict], grace: int, report: Report) -> None:

@@ -268,3 +268,34 @@ class IdlePolicy(models.Model):
     def __str__(self) -> str:
         return f"{self.group}: stop after {self.idle_limit_minutes} min idle"
 
+
+class Leftover(models.Model):
+    """A container of a cluster that could not be confirmed removed (its node did not answer
+    while the cluster failed, was re-placed or destroyed), and what stays held for it: its
+    address, its disks and its cluster's network segment. A container whose node's API is
+    down may still run on the data network, so nobody else gets them until the reconciler
+    sees it gone; then they are released, exactly once (apps.clusters.leftovers)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="leftovers")
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey("inventory.Node", on_delete=models.PROTECT, related_name="+")
+    container = models.CharField(max_length=200, help_text="Its name on the node")
+    address = models.ForeignKey(
+        "inventory.Address", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    disk_ids = models.JSONField(default=list, blank=True)
+    segment = models.ForeignKey(
+        "inventory.Network", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    released = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["node"], name="leftover_held_by_node", condition=models.Q(released=None)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.container} on node {self.node_id}"

@@ -43,7 +43,7 @@ from apps.inventory.services import cluster_network
 from apps.metrics.recorded import RESERVATION_SECONDS
 from apps.metrics.store import timed
 
-from . import placement, quotas
+from . import leftovers, placement, quotas
 from .models import Cluster, DiskAllocation, Instance
 from .quotas import Demand, QuotaExceeded
 from .transitions import record_event, transition, transition_ctes
@@ -490,27 +490,34 @@ def _reuse_plan(previous_id: int, owner_id: int, wants: list[Want]) -> list | st
     return plan
 
 
-def release(cluster_id: int, keep_data: bool = True) -> int:
+def release(cluster_id: int, keep_data: bool = True, unconfirmed: Collection[int] = ()) -> int:
     """Give back everything the cluster's instances hold; kept disks remember their last
     holder for a later reuse. Returns the number of disks released. Queued clusters are
-    offered the freed capacity once this commits."""
+    offered the freed capacity once this commits. The address, disks and segment of the
+    instances in `unconfirmed` (ids whose containers could not be removed) stay held until
+    those containers are seen gone (apps.clusters.leftovers)."""
     with transaction.atomic():
         Cluster.objects.select_for_update().filter(id=cluster_id).first()
+        held = leftovers.hold(cluster_id, unconfirmed)
         allocations = DiskAllocation.objects.filter(instance__cluster_id=cluster_id, active=True)
         disk_ids = list(allocations.values_list("disk_id", flat=True))
         allocations.update(active=False, released=timezone.now(), data_kept=keep_data)
-        Disk.objects.filter(id__in=disk_ids, state=Disk.State.ALLOCATED).update(
-            state=Disk.State.AVAILABLE
-        )
+        Disk.objects.filter(id__in=disk_ids, state=Disk.State.ALLOCATED).exclude(
+            id__in=held.disks
+        ).update(state=Disk.State.AVAILABLE)
         holders = Instance.objects.filter(cluster_id=cluster_id, active=True)
         address_ids = list(holders.exclude(address=None).values_list("address_id", flat=True))
         freed = holders.update(active=False, state=Instance.State.RELEASED)
-        Address.objects.filter(id__in=address_ids).update(held=False)
-        Network.objects.filter(holder_id=cluster_id).update(holder=None)
+        Address.objects.filter(id__in=address_ids).exclude(id__in=held.addresses).update(held=False)
+        Network.objects.filter(holder_id=cluster_id).exclude(id__in=held.segments).update(
+            holder=None
+        )
         if freed or disk_ids:
             kept = "kept" if keep_data else "wiped"
+            still = f"; {leftovers.describe(held)}" if held else ""
             record_event(
-                cluster_id, f"released {freed} instances and {len(disk_ids)} disks (data {kept})"
+                cluster_id,
+                f"released {freed} instances and {len(disk_ids)} disks (data {kept}){still}",
             )
             if settings.SCHEDULER_ADMIT_ON_RELEASE:
                 from .admission import admit_queued
