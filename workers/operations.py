@@ -8,9 +8,11 @@ place that decides what a failure means:
 - a launch whose containers could not start on one node goes back to the queue, away from it;
 - anything else, and a transient error past its retries, fails the cluster: an event with the
   reason, its containers removed where the nodes answer, and everything it held (disks,
-  addresses, its network segment) given back, with its data kept for a later reuse. That
-  happens once, under the cluster's row lock, and only while the cluster is still in a state
-  the operation works on: a failure that lost a race does nothing.
+  addresses, its network segment) given back, with its data kept for a later reuse, except
+  what the containers that could not be removed hold: that stays held until the reconciler
+  sees them gone (apps.clusters.leftovers). That happens once, under the cluster's row lock,
+  and only while the cluster is still in a state the operation works on: a failure that lost a
+  race does nothing.
 
 No task and no step handles failure on its own.
 """

@@ -3,10 +3,12 @@
 Per node: list the containers carrying this portal's site label and compare them with the
 instances the database places there. An instance whose container died or vanished is marked
 lost and its cluster degraded (failed when none of its instances runs); one whose container runs
-again is marked running. Containers no active instance owns (left by a node that did not answer
-during a destroy or a failed launch) are removed once older than a grace period. A node that
-does not answer several checks in a row is marked down; it comes back when it answers, unless
-an admin set its state.
+again is marked running. A container a failure or a destroy could not remove (its node did not
+answer) is removed as soon as its node answers, and only then are its address, disks and
+segment released (apps.clusters.leftovers). Other containers no active instance owns are removed
+once older than a grace period; a helper container (a wipe, a disk benchmark) only once the
+operation that started it has ended (apps.nodes.helpers). A node that does not answer several
+checks in a row is marked down; it comes back when it answers, unless an admin set its state.
 """
 
 import logging

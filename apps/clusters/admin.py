@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from . import services
-from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance
+from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance, Leftover
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -98,6 +98,16 @@ class DiskAllocationAdmin(ReadOnly):
     list_display = ["disk", "instance", "active", "data_kept", "created", "released"]
     list_filter = ["active", "data_kept"]
     list_select_related = ["disk__node", "instance__cluster"]
+
+
+@admin.register(Leftover)
+class LeftoverAdmin(ReadOnly):
+    """Containers a node did not let us remove, and what stays held for them until the
+    reconciler sees them gone (apps.clusters.leftovers): released is empty while held."""
+
+    list_display = ["container", "cluster", "node", "address", "disk_ids", "created", "released"]
+    list_filter = [("released", admin.EmptyFieldListFilter)]
+    list_select_related = ["cluster", "node", "address"]
 
 
 @admin.register(IdlePolicy)

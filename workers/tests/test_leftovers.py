@@ -130,3 +130,23 @@ def test_a_leftover_is_released_exactly_once_however_many_passes_race(
     assert cluster.events.filter(message__startswith=f"{leftover.container} gone").count() == 1
     assert not Address.objects.get(id=leftover.address_id).held
     assert ClusterEvent.objects.filter(cluster=cluster).exists()
+
+
+def test_staff_see_what_stays_held_in_the_admin(
+    fake_nodes,  # noqa: F811
+    alice,
+    demo,  # noqa: F811
+    settings,
+    admin_client,
+):
+    settings.DESTROY_RETRIES = 0
+    make_network()
+    node = make_node(disks={"ssd": 4})
+    cluster = placed(alice, demo, size=1)
+    operations.run("launch", cluster.id)
+    services.request_destroy(cluster.id)
+    fake_nodes.down(node.name)
+    operations.run("destroy", cluster.id)
+    page = admin_client.get("/admin/clusters/leftover/?released__isnull=True")
+    assert page.status_code == 200
+    assert Leftover.objects.get(cluster=cluster).container in page.content.decode()
