@@ -802,6 +802,45 @@ def start(cluster: str, wait: bool, timeout: int, as_json: bool) -> None:
 
 @app.command()
 @click.argument("cluster")
+@click.option(
+    "--workers",
+    type=click.IntRange(0),
+    required=True,
+    help="Instances of its scalable role (workers; nodes for Cassandra).",
+)
+@WAIT
+@TIMEOUT
+@with_json
+def resize(cluster: str, workers: int, wait: bool, timeout: int, as_json: bool) -> None:
+    """Grow or shrink a running cluster to --workers instances. A shrink first drains the
+    leaving ones (HDFS decommission); with --wait, exit 1 when the resize failed."""
+    client = connect({"workers": "--workers"})
+    cid = cluster_id(client, cluster)
+    since = show_events(client, cid, "0", lambda e: None) if wait else "0"
+    body = client.post(f"clusters/{cid}/resize", {"workers": workers})
+    if not wait:
+        if as_json:
+            return emit(body)
+        click.echo(f"Cluster {cid} ({body['name']}) is {body['state']}.")
+        return None
+    failed: list[str] = []
+
+    def show(event: dict) -> None:
+        if event["message"].startswith("resize failed"):
+            failed.append(event["message"])
+        if not as_json:
+            render.out.print(render.event_line(event))
+
+    done = {"running", *life_cycle(client).ended}
+    final = wait_for(client, cid, done, since, show, lambda c: None, timeout)
+    if failed:
+        raise CliError(failed[-1], ExitCode.REFUSED, {"error": "resize_failed", "cluster": final})
+    finish(final, "running", client.url, as_json)
+    return None
+
+
+@app.command()
+@click.argument("cluster")
 @click.argument("hours", callback=parse_hours, metavar="DURATION")
 @with_json
 def extend(cluster: str, hours: float, as_json: bool) -> None:

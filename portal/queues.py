@@ -36,6 +36,7 @@ TASK_QUEUES = {
     "platter.stop_cluster": CLUSTERS,
     "platter.start_cluster": CLUSTERS,
     "platter.destroy_cluster": CLUSTERS,
+    "platter.resize_cluster": CLUSTERS,  # a decommission ends by RESIZE_DRAIN_SECONDS
     "platter.sync_ssh_keys": SSH_KEYS,  # an exec per live cluster of the user
     "platter.bench_disks": NODES,
     "platter.run_job": JOBS,  # as long as the user's job runs

@@ -37,7 +37,7 @@ from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition
 from apps.nodes import NodeError
 
-from . import lifecycle
+from . import lifecycle, resize
 from .lifecycle import PlacementFailed
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,15 @@ OPERATIONS: dict[str, Operation] = {
         jobs.STOP,
         states.OPERATIONS["stop"].through,
         lifecycle.stop,
+        retries=lambda: settings.CLUSTER_TASK_RETRIES,
+        retry_seconds=lambda: 5,
+        lock_wait=lambda: settings.CLUSTER_LOCK_WAIT,
+    ),
+    "resize": Operation(
+        "resize",
+        jobs.RESIZE,
+        states.OPERATIONS["resize"].through,
+        resize.resize,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
         retry_seconds=lambda: 5,
         lock_wait=lambda: settings.CLUSTER_LOCK_WAIT,

@@ -71,6 +71,12 @@ def destroy_cluster(self: Task, cluster_id: int) -> str:
     return _operate(self, "destroy", cluster_id)
 
 
+@shared_task(name="platter.resize_cluster", bind=True)
+def resize_cluster(self: Task, cluster_id: int) -> str:
+    """The target size is on the cluster (Cluster.resize_to)."""
+    return _operate(self, "resize", cluster_id)
+
+
 @shared_task(name="platter.reconcile")
 def reconcile() -> dict:
     """Compare every node's containers with the database; run by beat."""

@@ -19,6 +19,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from apps.catalog.images import ImageUnavailable
 from apps.catalog.options import OptionsError
 from apps.clusters.quotas import QuotaExceeded
+from apps.clusters.resize import ResizeRefused
 from apps.clusters.services import (
     LeaseError,
     NameTaken,
@@ -83,6 +84,8 @@ def translate(exc: Exception) -> Exception:
         )
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
+    if isinstance(exc, ResizeRefused):
+        return ApiError(400, "resize_refused", str(exc), fields={"workers": str(exc)})
     if isinstance(exc, TooManyStreams):
         return ApiError(429, "too_many_streams", str(exc), limit=exc.limit)
     return exc

@@ -19,6 +19,7 @@ class AuditEvent(models.Model):
         CLUSTER_START = "cluster.start"
         CLUSTER_DESTROY = "cluster.destroy"
         CLUSTER_EXTEND = "cluster.extend"
+        CLUSTER_RESIZE = "cluster.resize"
         QUOTA_CHANGE = "quota.change"
         TOKEN_CREATE = "token.create"  # noqa: S105 (action names, not secrets)
         TOKEN_REVOKE = "token.revoke"  # noqa: S105

@@ -12,6 +12,7 @@ LAUNCH = "platter.launch_cluster"
 STOP = "platter.stop_cluster"
 START = "platter.start_cluster"
 DESTROY = "platter.destroy_cluster"
+RESIZE = "platter.resize_cluster"
 ADMIT = "platter.admit_queued"
 BENCH_DISKS = "platter.bench_disks"
 

@@ -55,11 +55,15 @@ class Cluster(models.Model):
     active_at = models.DateTimeField(null=True, blank=True)
     active_signal = models.CharField(max_length=120, blank=True, default="", db_default="")
     idle_warned_at = models.DateTimeField(null=True, blank=True)
+    # The size a resize asked for (instances of the product's scalable role), kept until it
+    # ends so a resumed resize knows its target (apps/clusters/resize.py).
+    resize_to = models.PositiveIntegerField(null=True, blank=True)
     # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
     created = models.DateTimeField(auto_now_add=True)
     placing_at = models.DateTimeField(null=True, blank=True)
     configuring_at = models.DateTimeField(null=True, blank=True)
     running_at = models.DateTimeField(null=True, blank=True)
+    resizing_at = models.DateTimeField(null=True, blank=True)
     degraded_at = models.DateTimeField(null=True, blank=True)
     stopping_at = models.DateTimeField(null=True, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)

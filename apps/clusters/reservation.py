@@ -373,9 +373,10 @@ REUSE_HELD = """held AS (
 )"""
 
 
-def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
+def _take(cluster_id, name, wants, node_of, addresses, reused, moving=True) -> Reservation:
     """Lock the chosen nodes, check they still have room, and write it all (one round trip;
-    the writes roll back with the transaction when the check fails)."""
+    the writes roll back with the transaction when the check fails). `moving`: the cluster
+    moves from queued to placing in the same statement (not for a resize's added instances)."""
     node_ids = sorted(set(node_of.values()))
     free_sql, free_params, kinds = placement.free_statement(node_ids, {w.disk_kind for w in wants})
     # The instances as JSON records: one parameter instead of an array per column.
@@ -392,7 +393,7 @@ def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
         for n, (w, address_id) in enumerate(zip(wants, addresses, strict=True))
     ]
     pairs = [{"instance_id": i, "disk_id": d} for i, ids in reused.items() for d in ids]
-    sql, params = _write_statement(cluster_id, bool(reused))
+    sql, params = _write_statement(cluster_id, bool(reused), moving)
     params |= {
         "want": json.dumps(want),
         "reused": json.dumps(pairs),
@@ -416,9 +417,85 @@ def _take(cluster_id, name, wants, node_of, addresses, reused) -> Reservation:
     return Reservation(cluster_id, placements)
 
 
-def _write_statement(cluster_id: int, reuse: bool) -> tuple[str, dict]:
+def _write_statement(cluster_id: int, reuse: bool, moving: bool = True) -> tuple[str, dict]:
+    if not moving:  # instances added to a cluster that keeps its state
+        return _write_sql("stays AS (SELECT 1)", reuse), {"now": timezone.now()}
     ctes, params = transition_ctes(cluster_id, Cluster.State.QUEUED, Cluster.State.PLACING)
     return _write_sql(ctes, reuse), params
+
+
+# Addresses for a resize's added instances, on the network the cluster's instances already
+# use (its own segment, or the shared network), marked held in the same statement.
+ADD_ADDRESSES_SQL = """
+UPDATE inventory_address SET held = true
+WHERE id = ANY(ARRAY(
+    SELECT a.id FROM inventory_address a
+    WHERE NOT a.held AND a.network_id IN (
+        SELECT h.network_id FROM clusters_instance i
+        JOIN inventory_address h ON h.id = i.address_id
+        WHERE i.cluster_id = %(cluster)s AND i.active
+    )
+    ORDER BY a.network_id, a.id
+    LIMIT %(count)s
+    FOR UPDATE SKIP LOCKED
+))
+RETURNING id
+"""
+
+
+def reserve_added(cluster_id: int, instance_ids: list[int]) -> Reservation | Rejection:
+    """Reserve the instances a resize adds to a cluster in `state`, all or nothing, under the
+    same quota, node and disk rules (and the same statements) as a launch; their addresses
+    come from the network its instances already use. The cluster keeps its state; nothing is
+    taken on a Rejection."""
+    for _attempt in range(settings.SCHEDULER_RESERVE_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                return _reserve_added_once(cluster_id, sorted(instance_ids))
+        except _Raced:
+            continue
+        except _Rejected as rejected:  # rolled back: whatever was taken is given back
+            return Rejection(cluster_id, rejected.cause, rejected.message, quota=rejected.quota)
+    message = "concurrent reservations kept taking the chosen capacity"
+    return Rejection(cluster_id, "contention", message)
+
+
+def _reserve_added_once(cluster_id: int, instance_ids: list[int]) -> Reservation | Rejection:
+    from .resize import Growth  # resize reads the catalog; reservation need not at import
+
+    pending = Instance.objects.filter(id__in=instance_ids, cluster_id=cluster_id, active=False)
+    found_wants = [
+        Want(i.id, i.role, i.index, i.hostname, i.cores, i.memory_mb, i.disks, i.disk_kind)
+        for i in pending.order_by("id")
+    ]
+    if len(found_wants) != len(instance_ids):
+        return Rejection(cluster_id, "state", "the added instances are reserved already")
+    statement = placement.candidates_statement(found_wants)
+    if statement is None:
+        raise _Rejected("capacity", _shortage_message(found_wants))
+    candidates_sql, candidates_params, kinds = statement
+    _, rows, locked, usage, addresses, found = _pipelined(
+        GENERIC_PLANS_SQL,
+        (CLUSTER_SQL, [cluster_id]),
+        *quotas.cluster_owner_statements(cluster_id),
+        (ADD_ADDRESSES_SQL, {"cluster": cluster_id, "count": len(found_wants)}),
+        (candidates_sql, candidates_params),
+    )
+    if not rows:
+        raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
+    state, name = rows[0][1:3]
+    if state != Cluster.State.RESIZING:
+        return Rejection(cluster_id, "state", f"cluster is {state}, not resizing")
+    problem = quotas.exceeded(
+        Growth.of(found_wants), quotas.scopes_of(locked), quotas.usage_by_scope(usage)
+    )
+    if problem is not None:
+        raise _Rejected("quota", str(problem), problem)
+    address_ids = _enough_addresses(addresses, len(found_wants), cluster_id)
+    node_of = placement.assign(found_wants, placement.parse(found, kinds))
+    if node_of is None:
+        raise _Rejected("capacity", _shortage_message(found_wants))
+    return _take(cluster_id, name, found_wants, node_of, address_ids, {}, moving=False)
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from apps.audit.services import Action, Actor, record
 from apps.catalog.options import ClusterSpec
 from apps.catalog.revisions import current_revision
 
-from . import jobs, placement
+from . import jobs, placement, preview
 from .admission import admit_queued
 from .models import Cluster, Instance
 from .names import NameTaken, create_named
@@ -46,6 +46,7 @@ __all__ = [
     "launch",
     "release",
     "request_destroy",
+    "request_resize",
     "request_start",
     "request_stop",
     "reserve",
@@ -260,6 +261,61 @@ def request_start(cluster_id: int, *, actor: Actor = None) -> str:
     _audit(Action.CLUSTER_START, cluster_id, actor)
     jobs.dispatch(jobs.START, cluster_id)
     return S.CONFIGURING
+
+
+@transaction.atomic
+def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> str:
+    """Resize a running cluster to `workers` instances of its scalable role (resize.py says
+    which, and refuses with ResizeRefused naming why). A grow is checked against the owner's
+    quota now (QuotaExceeded) and reserved all or nothing by the worker; a shrink drains the
+    leaving instances first. Returns the state the cluster is now in (resizing)."""
+    from .resize import ResizeRefused, pinned_options, plan
+
+    cluster = (
+        Cluster.objects.select_for_update(of=("self",))
+        .select_related("version__product", "revision")
+        .get(id=cluster_id)
+    )
+    if cluster.state not in requested_in("resize"):
+        raise StateConflict(
+            f"cluster {cluster.name} is {cluster.state}; only a running cluster can be resized"
+        )
+    resize = plan(cluster, workers)
+    if resize.grows:
+        check_quota(cluster.owner_id, resize.demand)
+        fit = preview.capacity_fit(resize.added)
+        if not fit.fits_now:
+            raise ResizeRefused(f"not enough free capacity for {len(resize.added)} more now")
+    how = f"to {resize.target} {resize.role}s (from {resize.current})"
+    if not transition(cluster_id, requested_in("resize"), S.RESIZING, how):
+        raise StateConflict(f"cluster {cluster.name} changed state; try again")
+    Cluster.objects.filter(id=cluster_id).update(resize_to=resize.target)
+    if (options := pinned_options(cluster)) is not None:
+        Cluster.objects.filter(id=cluster_id).update(options=options)
+    Instance.objects.bulk_create(
+        Instance(
+            cluster=cluster,
+            role=i.role,
+            index=i.index,
+            cores=i.cores,
+            memory_mb=i.memory_mb,
+            disks=i.disks,
+            disk_kind=i.disk_kind,
+            image=i.image,
+            hostname=f"{i.role}-{i.index}"[:63],
+        )
+        for i in resize.added
+    )
+    _audit(
+        Action.CLUSTER_RESIZE,
+        cluster_id,
+        actor,
+        role=resize.role,
+        previous=resize.current,
+        workers=resize.target,
+    )
+    jobs.dispatch(jobs.RESIZE, cluster_id)
+    return S.RESIZING
 
 
 def _state(cluster_id: int) -> str:

@@ -31,6 +31,7 @@ class State(models.TextChoices):
     PLACING = "placing"
     CONFIGURING = "configuring"
     RUNNING = "running"
+    RESIZING = "resizing"
     DEGRADED = "degraded"
     STOPPING = "stopping"
     STOPPED = "stopped"
@@ -122,7 +123,7 @@ STATES: dict[str, StateRow] = {
         ),
         _row(
             S.RUNNING,
-            {S.DEGRADED, S.STOPPING, S.DESTROYING, S.FAILED},
+            {S.RESIZING, S.DEGRADED, S.STOPPING, S.DESTROYING, S.FAILED},
             live=True,
             leased=True,
             moving=False,
@@ -134,6 +135,22 @@ STATES: dict[str, StateRow] = {
             cesga="ready",
             label="Running",
             meaning="Every instance runs; it is ready to use.",
+        ),
+        _row(
+            S.RESIZING,
+            {S.RUNNING, S.FAILED, S.DESTROYING},
+            live=True,
+            leased=True,
+            moving=True,
+            watched=False,
+            containers=Containers.HELD,
+            logs=True,
+            resources=True,
+            phase=False,
+            cesga="configuring",  # CESGA has no word for it; its clients wait as for a launch
+            label="Resizing",
+            meaning="Instances are being added, or drained of their data and removed; it "
+            "keeps serving meanwhile.",
         ),
         _row(
             S.DEGRADED,
@@ -274,6 +291,7 @@ OPERATIONS: dict[str, Operation] = {
         Operation("launch", (), (S.QUEUED, S.PLACING, S.CONFIGURING), S.RUNNING),
         Operation("start", (S.STOPPED,), (S.CONFIGURING,), S.RUNNING),
         Operation("stop", (S.RUNNING, S.DEGRADED), (S.STOPPING,), S.STOPPED),
+        Operation("resize", (S.RUNNING,), (S.RESIZING,), S.RUNNING),
         Operation("destroy", sources_of(S.DESTROYING), (S.DESTROYING,), S.DESTROYED),
     )
 }

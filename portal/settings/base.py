@@ -194,6 +194,10 @@ CONTAINER_RESTARTS = envint("PLATTER_CONTAINER_RESTARTS", 3)
 CONTAINER_STOP_TIMEOUT = envint("PLATTER_CONTAINER_STOP_TIMEOUT", 10)
 # How long stop/start/destroy wait for another worker to finish with a cluster.
 CLUSTER_LOCK_WAIT = envint("PLATTER_CLUSTER_LOCK_WAIT", 60)
+# A resize's drain (HDFS decommission, Spark executors ending) ends failed after this long,
+# the workers back in service (under the clusters queue's task time limit); polled this often.
+RESIZE_DRAIN_SECONDS = envint("PLATTER_RESIZE_DRAIN_SECONDS", 900)
+RESIZE_POLL_SECONDS = envint("PLATTER_RESIZE_POLL_SECONDS", 5)
 # Retries (5 s apart) of a stop or start whose nodes do not answer, before the cluster fails.
 CLUSTER_TASK_RETRIES = envint("PLATTER_CLUSTER_TASK_RETRIES", 3)
 # Retries (and seconds between them) of a destroy whose nodes do not answer.

@@ -307,5 +307,11 @@ class ExtendSerializer(serializers.Serializer):
     hours = serializers.FloatField(min_value=0.001, max_value=10**6)
 
 
+class ResizeSerializer(serializers.Serializer):
+    workers = serializers.IntegerField(
+        help_text="Instances of the product's scalable role (its size option: workers, nodes)"
+    )
+
+
 class ExtendedSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()

@@ -32,6 +32,7 @@ from ..serializers.clusters import (
     ExtendSerializer,
     IdleLimitSerializer,
     IdleStatusSerializer,
+    ResizeSerializer,
     cluster_url,
 )
 from ..serializers.progress import EventPageSerializer, EventQuerySerializer, LogQuerySerializer
@@ -168,6 +169,18 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     def start(self, request: Request, **kwargs) -> Response:
         cluster = self.get_object()
         services.request_start(cluster.id, actor=request.user)
+        return accepted(request, cluster)
+
+    @extend_schema(request=ResizeSerializer, responses={202: ClusterDetailSerializer})
+    @action(detail=True, methods=["post"])
+    def resize(self, request: Request, **kwargs) -> Response:
+        """Grow or shrink a running cluster to `workers` instances of its scalable role; 400
+        naming why when it cannot be (bounds, HDFS replication, a product that cannot be
+        resized), 403 past a quota, 409 when it is not running."""
+        cluster = self.get_object()
+        asked = ResizeSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        services.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=ExtendSerializer, responses={200: ExtendedSerializer})

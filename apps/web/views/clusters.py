@@ -110,6 +110,8 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The page; its poller's htmx requests (?state=&since=, what the page shows) get only
     what changed since (partials/cluster_live.html)."""
+    from .resize import resize_form  # it uses this module's my_clusters
+
     cluster = _detail(request, cluster_id)
     context = {
         "cluster": cluster,
@@ -120,6 +122,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "queue": queue.position(cluster),
         "provisioning": launch_provisioning(cluster),
         "idle": idle.status(cluster),
+        "resize": resize_form(cluster),
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
         context["data_path"] = data_path(cluster)

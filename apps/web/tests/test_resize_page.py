@@ -1,0 +1,53 @@
+"""The cluster page's resize form: shown for a running cluster with its bounds, a preview of
+the difference, the request and its refusals as messages."""
+
+import pytest
+
+from apps.clusters.models import Cluster
+from apps.clusters.tests.factories import make_network, make_node
+from apps.nodes.fake import FakeNodes
+from workers.tests.test_resize import running
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def page(client, alice):
+    from django.core.management import call_command
+
+    call_command("load_catalog", verbosity=0)
+    make_network()
+    for _ in range(2):
+        make_node(disks={"hdd": 4})
+    client.force_login(alice)
+    with FakeNodes():
+        yield client, running(alice, "demo", size=1, mem=64)
+
+
+def test_the_page_offers_a_resize_within_the_bounds_and_previews_a_grow(page):
+    client, cluster = page
+    html = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert 'name="workers"' in html and 'min="1" max="8"' in html and 'value="1"' in html
+    grow = client.get(f"/clusters/{cluster.id}/resize/preview", {"workers": 3}).content.decode()
+    assert "2 more workers" in grow and "Within your quota." in grow
+    shrink = client.get(f"/clusters/{cluster.id}/resize/preview", {"workers": 9}).content.decode()
+    assert "role worker allows 1 to 8 instances; asked 9" in shrink
+
+
+def test_the_form_asks_for_the_resize_or_says_why_not(page):
+    client, cluster = page
+    refused = client.post(f"/clusters/{cluster.id}/resize", {"workers": 1}, follow=True)
+    assert "Cannot resize: cluster" in refused.content.decode()
+    assert "already has 1 workers" in refused.content.decode()
+    client.post(f"/clusters/{cluster.id}/resize", {"workers": 2})
+    assert Cluster.objects.get(id=cluster.id).state == "resizing"
+    html = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert 'name="workers"' not in html  # no second resize while one runs
+
+
+def test_others_cannot_resize_or_preview(page, bob, client):
+    _client, cluster = page
+    client.force_login(bob)
+    assert client.post(f"/clusters/{cluster.id}/resize", {"workers": 2}).status_code == 404
+    preview = client.get(f"/clusters/{cluster.id}/resize/preview", {"workers": 2})
+    assert preview.status_code == 404

@@ -1,0 +1,72 @@
+"""The cluster page's resize form: its live preview of the difference (the quota it would use
+on top, whether the nodes have room now, or why it cannot be done) and the request."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.accounts.requests import signed_in_user
+from apps.clusters import resize, services
+from apps.clusters.models import Cluster
+from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
+from apps.clusters.quotas import QuotaExceeded
+
+from .clusters import my_clusters
+
+WORKERS = forms.IntegerField(min_value=0, max_value=10_000)
+
+
+def resize_form(cluster: Cluster) -> dict:
+    """What the page's form needs: the role, its bounds and size now, or why it cannot be
+    resized (empty for a cluster that is not running)."""
+    if cluster.state != Cluster.State.RUNNING:
+        return {}
+    try:
+        scaling = resize.scaling_of(cluster)
+    except resize.ResizeRefused as refused:
+        return {"refused": str(refused)}
+    current = sum(1 for i in cluster.instances.all() if i.role == scaling.role and i.active)
+    return {"scaling": scaling, "current": current}
+
+
+@login_required
+@require_GET
+def cluster_resize_preview(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    cluster = get_object_or_404(
+        my_clusters(request).select_related("version__product", "revision"), id=cluster_id
+    )
+    context: dict = {"cluster": cluster}
+    try:
+        plan = resize.plan(cluster, WORKERS.clean(request.GET.get("workers", "")))
+    except forms.ValidationError as error:
+        why = " ".join(error.messages)
+        context["problem"] = f"Give the new size as a whole number ({why})"
+    except resize.ResizeRefused as refused:
+        context["problem"] = str(refused)
+    else:
+        context["plan"] = plan
+        if plan.grows:
+            user = signed_in_user(request)
+            context["preview"] = LaunchPreview(
+                quota_usage(user, plan.demand), capacity_fit(plan.added), plan.demand
+            )
+    return render(request, "web/partials/cluster_resize_preview.html", context)
+
+
+@login_required
+@require_POST
+def cluster_resize(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    try:
+        workers = WORKERS.clean(request.POST.get("workers", ""))
+        services.request_resize(cluster.id, workers, actor=request.user)
+    except forms.ValidationError as error:
+        messages.error(request, f"Give the new size as a whole number ({' '.join(error.messages)})")
+    except (resize.ResizeRefused, QuotaExceeded, services.StateConflict) as refused:
+        messages.error(request, f"Cannot resize: {refused}")
+    else:
+        messages.success(request, f"Resizing to {workers}: follow it in the events below.")
+    return redirect("web:cluster", cluster_id=cluster.id)

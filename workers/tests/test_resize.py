@@ -1,0 +1,188 @@
+"""Resize (apps/clusters/resize.py, workers/resize.py) above the node boundary: the rules a
+request is refused by, naming why, and the operation's growing and shrinking over fake nodes.
+The products themselves joining and leaving: workers/tests/test_resize_lab.py."""
+
+import pytest
+from django.core.management import call_command
+
+from apps.audit.models import AuditEvent
+from apps.catalog.models import ProductVersion
+from apps.catalog.options import resolve
+from apps.clusters import services, states
+from apps.clusters.models import Cluster, DiskAllocation, Instance
+from apps.clusters.quotas import QuotaExceeded
+from apps.clusters.reservation import reserve
+from apps.clusters.resize import ResizeRefused
+from apps.clusters.tests.factories import make_network, make_node
+from apps.inventory.models import Address
+from apps.nodes.fake import FakeNodes
+from workers import operations
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = Cluster.State
+
+
+@pytest.fixture
+def fake_nodes():
+    with FakeNodes() as fake:
+        yield fake
+
+
+@pytest.fixture
+def pool():
+    make_network()
+    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
+
+
+@pytest.fixture
+def catalog():
+    call_command("load_catalog", verbosity=0)
+
+
+def version(product: str) -> ProductVersion:
+    found = ProductVersion.objects.filter(product__name=product).order_by("id").first()
+    assert found is not None, f"the catalog has {product}"
+    return found
+
+
+def running(owner, product: str, **options) -> Cluster:
+    """A cluster of the catalog's `product` launched on fake nodes, running."""
+    spec = resolve(version(product), options)
+    cluster = services.create_cluster(
+        owner, version(product), f"c{Cluster.objects.count()}", spec.instances, options
+    )
+    reserve(cluster.id)
+    assert operations.run("launch", cluster.id) == S.RUNNING
+    cluster.refresh_from_db()
+    return cluster
+
+
+def workers_of(cluster: Cluster, role: str = "worker") -> list[Instance]:
+    return list(cluster.instances.filter(role=role, active=True).order_by("index"))
+
+
+def test_resize_is_one_operation_of_the_life_cycle_tables():
+    op = states.OPERATIONS["resize"]
+    assert op.requested_in == (S.RUNNING,) and op.through == (S.RESIZING,)
+    assert op.ends_in == S.RUNNING
+    assert operations.BY_STATE[S.RESIZING] == "resize"
+    assert operations.OPERATIONS["resize"].works_in == (S.RESIZING,)
+    assert S.DESTROYING in states.STATES[S.RESIZING].to  # a destroy may come meanwhile
+    assert S.RESIZING in states.requested_in("destroy")
+
+
+def test_a_demo_cluster_grows_on_fake_nodes_and_shrinks_back(fake_nodes, pool, alice, catalog):
+    cluster = running(alice, "demo", size=1, mem=64)
+    assert services.request_resize(cluster.id, 3, actor=alice) == S.RESIZING
+    assert operations.run("resize", cluster.id) == S.RUNNING
+    grown = workers_of(cluster)
+    assert [w.index for w in grown] == [0, 1, 2]
+    assert all(w.state == Instance.State.RUNNING and w.container_id for w in grown)
+    running_containers = sum(len(fake_nodes.running(n.name)) for n in pool)
+    assert running_containers == 4  # the master and three workers
+    # The older members were told the new names; the configure steps ran again.
+    execs = [c for c in fake_nodes.calls if c[1] == "exec"]
+    assert len(execs) >= 2
+    audit = AuditEvent.objects.get(action="cluster.resize")
+    assert audit.detail["previous"] == 1 and audit.detail["workers"] == 3
+
+    assert services.request_resize(cluster.id, 2, actor=alice) == S.RESIZING
+    assert operations.run("resize", cluster.id) == S.RUNNING
+    assert [w.index for w in workers_of(cluster)] == [0, 1]
+    gone = Instance.objects.get(cluster=cluster, role="worker", index=2)
+    assert gone.state == Instance.State.RELEASED and not gone.active
+    assert not DiskAllocation.objects.filter(instance=gone, active=True).exists()
+    assert DiskAllocation.objects.filter(instance=gone, data_kept=True).exists()
+    assert not Address.objects.filter(id=gone.address_id, held=True).exists()
+    assert sum(len(fake_nodes.running(n.name)) for n in pool) == 3
+    cluster.refresh_from_db()
+    assert cluster.resize_to is None
+    assert cluster.events.filter(message__contains="resized to 2 workers").exists()
+
+
+def test_a_grow_with_no_room_ends_running_as_before_with_the_reason(
+    fake_nodes, pool, alice, catalog
+):
+    cluster = running(alice, "demo", size=1, mem=64)
+    services.request_resize(cluster.id, 2, actor=alice)
+    # Someone else took every free disk meanwhile.
+    from apps.inventory.models import Disk
+
+    Disk.objects.filter(state=Disk.State.AVAILABLE).update(state=Disk.State.FAILED)
+    assert operations.run("resize", cluster.id) == S.RUNNING
+    assert len(workers_of(cluster)) == 1
+    assert not cluster.instances.filter(state=Instance.State.PENDING).exists()
+    assert cluster.events.filter(message__startswith="resize failed: needs").exists()
+
+
+def test_a_resize_left_mid_way_is_resumed(fake_nodes, pool, alice, catalog):
+    cluster = running(alice, "demo", size=1, mem=64)
+    services.request_resize(cluster.id, 2, actor=alice)
+    Cluster.objects.filter(id=cluster.id).update(resizing_at="2000-01-01T00:00Z")
+    assert operations.resume_stalled() == [cluster.id]
+
+
+@pytest.mark.parametrize(
+    ("workers", "problem"),
+    [
+        (0, "role worker allows 1 to 8 instances; asked 0"),
+        (9, "role worker allows 1 to 8 instances; asked 9"),
+        (2, "already has 2 workers"),
+        ("3", "workers must be a whole number"),
+    ],
+)
+def test_a_size_out_of_bounds_is_refused_naming_why(
+    fake_nodes, pool, alice, catalog, workers, problem
+):
+    cluster = running(alice, "demo", size=2, mem=64)
+    with pytest.raises(ResizeRefused, match=problem):
+        services.request_resize(cluster.id, workers, actor=alice)
+    cluster.refresh_from_db()
+    assert cluster.state == S.RUNNING
+    assert not AuditEvent.objects.filter(action="cluster.resize").exists()
+
+
+def test_only_a_running_cluster_is_resized(fake_nodes, pool, alice, catalog):
+    cluster = running(alice, "demo", size=2, mem=64)
+    services.request_stop(cluster.id, actor=alice)
+    with pytest.raises(services.StateConflict, match="only a running cluster can be resized"):
+        services.request_resize(cluster.id, 3, actor=alice)
+
+
+def test_a_grow_past_the_quota_is_refused_naming_the_limit(
+    fake_nodes, pool, alice, catalog, settings
+):
+    cluster = running(alice, "demo", size=1, mem=64)
+    settings.SCHEDULER_DEFAULT_QUOTA = {"max_instances": 3, "max_clusters": 1}
+    with pytest.raises(QuotaExceeded, match="instances"):
+        services.request_resize(cluster.id, 3, actor=alice)
+    # One more fits, though the owner is at their cluster limit: a resize is no new cluster.
+    assert services.request_resize(cluster.id, 2, actor=alice) == S.RESIZING
+
+
+def test_ferretdb_cannot_be_resized(fake_nodes, pool, alice, catalog):
+    ferret = ProductVersion.objects.get(product__name="mongodb", version__startswith="ferretdb")
+    spec = resolve(ferret, {"size": 1})
+    cluster = services.create_cluster(alice, ferret, "ferret", spec.instances, {"size": 1})
+    Cluster.objects.filter(id=cluster.id).update(state=S.RUNNING)
+    with pytest.raises(ResizeRefused, match="cannot be resized"):
+        services.request_resize(cluster.id, 2, actor=alice)
+
+
+def test_hadoop_is_not_shrunk_below_its_hdfs_replication(fake_nodes, pool, alice, catalog):
+    cluster = running(alice, "hadoop", size=2, mem=1536)
+    with pytest.raises(ResizeRefused, match=r"HDFS keeps 2 copies .*dfs.replication 2.*asked 1"):
+        services.request_resize(cluster.id, 1, actor=alice)
+    # A grow pins "auto" to what the NameNode has, so new workers write 2 copies too.
+    services.request_resize(cluster.id, 3, actor=alice)
+    cluster.refresh_from_db()
+    assert cluster.options["replication"] == 2
+
+
+def test_a_chosen_replication_of_one_allows_a_single_worker(fake_nodes, pool, alice, catalog):
+    cluster = running(alice, "hadoop", size=2, mem=1536, replication=1)
+    Cluster.objects.filter(id=cluster.id).update(state=S.RUNNING)
+    from apps.clusters.resize import plan
+
+    cluster.refresh_from_db()
+    assert plan(cluster, 1).target == 1
