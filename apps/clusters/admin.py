@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from . import services
+from . import leftovers, services
 from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance, Leftover
 
 
@@ -108,6 +108,16 @@ class LeftoverAdmin(ReadOnly):
     list_display = ["container", "cluster", "node", "address", "disk_ids", "created", "released"]
     list_filter = [("released", admin.EmptyFieldListFilter)]
     list_select_related = ["cluster", "node", "address"]
+    actions = ["release_gone"]
+
+    @admin.action(description="Release: these containers are gone for sure (a node wiped)")
+    def release_gone(self, request, queryset):
+        # For a node that will never answer again; the reconciler does this for the others.
+        done = sum(
+            leftovers.release(leftover, f"released by {request.user.get_username()}")
+            for leftover in queryset.filter(released=None)
+        )
+        self.message_user(request, f"Released what {done} leftovers held.", messages.SUCCESS)
 
 
 @admin.register(IdlePolicy)
