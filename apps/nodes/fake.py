@@ -165,7 +165,11 @@ class FakeNodeClient:
             found.state = "exited"
 
     def remove(self, name: str) -> None:
-        self._enter("remove", name).pop(name, None)
+        on_node = self._enter("remove", name)
+        found = (
+            name if name in on_node else next((k for k, c in on_node.items() if c.id == name), "")
+        )
+        on_node.pop(found, None)  # by name or id, as Docker takes either
 
     def kill(self, name: str, signal: str = "KILL") -> None:
         self._get("kill", name).state = "exited"
