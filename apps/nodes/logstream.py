@@ -20,8 +20,6 @@ from django.conf import settings
 from .engine import Endpoint
 from .errors import NodeMissing, NodeRefused, NodeUnreachable
 
-# Bytes asked of the socket per read, and the most a frame may announce: a bounded read.
-READ_BYTES = 64 * 1024
 HEADER = struct.Struct(">BxxxL")  # stream (1 stdout, 2 stderr), then the frame's length
 
 
@@ -82,7 +80,9 @@ async def follow(
                     await response.aread()
                 _check(node, response, what)
                 decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-                chunks = response.aiter_raw(READ_BYTES)
+                # As each read comes (httpcore reads at most 64 KiB at a time); a chunk size
+                # would hold lines back until that many bytes had come.
+                chunks = response.aiter_raw()
                 async for payload in chunks if tty else _frames(chunks):
                     if text := decoder.decode(payload):
                         yield text

@@ -2,11 +2,13 @@
 lines read through the API (tail, since, a follow that ends by itself) and the web's logs
 panel, on every node transport (tcp:// with TLS and ssh://); then a real product's log."""
 
+import os
 import threading
 import time
 
 import pytest
 import requests
+from django.conf import settings
 from django.urls import reverse
 
 from apps import nodes
@@ -15,6 +17,9 @@ from apps.catalog.services import load_catalog
 from apps.clusters import services
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.tests.waiting import wait_for
+from apps.lab import devservers
+from apps.lab.tests.test_devservers import free_port
+from conftest import _database_url
 
 from .conftest import token_for
 
@@ -63,8 +68,28 @@ def until(predicate, seconds: float = 20, *, what: object = None) -> None:
         time.sleep(0.1)
 
 
+@pytest.fixture
+def web_server(django_db_setup, tmp_path):
+    """The web server as `./platter run` starts it (ASGI: a follow streams only there; a WSGI
+    server such as live_server's reads an async body to its end first), on the test database."""
+    address = f"127.0.0.1:{free_port()}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": _database_url(settings.DATABASES["default"]),
+        "GUNICORN_WORKERS": "2",
+    }
+    with (tmp_path / "web.log").open("w") as log:
+        server = devservers.start_web(address, env, log)
+        try:
+            devservers.wait_for_web(address, server)
+            yield f"http://{address}"
+        finally:
+            devservers.stop_process(server)
+
+
 def test_demo_logs_through_the_api_and_the_web_on_every_node(
-    dispatching, lab_cleanup, live_server, alice, bob, client
+    dispatching, lab_cleanup, web_server, alice, bob, client
 ):
     load_catalog()
     version = ProductVersion.objects.get(product__name="demo", version="1.0")
@@ -72,7 +97,7 @@ def test_demo_logs_through_the_api_and_the_web_on_every_node(
     wait_for(cluster.id, S.RUNNING)
     instances = list(cluster.instances.select_related("node").filter(active=True))
     assert {i.node.endpoint.split(":")[0] for i in instances} == {"tcp", "ssh"}
-    http, url = user_session(alice), f"{live_server.url}/api/v1/clusters/{cluster.id}/logs"
+    http, url = user_session(alice), f"{web_server}/api/v1/clusters/{cluster.id}/logs"
 
     for instance in instances:
         say(instance, f"first-line-of-{instance.hostname}")
