@@ -48,12 +48,16 @@ def test_an_older_portal_gets_the_fallback_which_says_what_the_portal_says():
     life = lifecycle.life_cycle(client)
     lifecycle.life_cycle(client)
     assert asked == ["/api/v1/states"]  # once per run
+    # Over the states such a portal had, the fallback says what today's portal publishes
+    # (states added since, like resizing, are not in it).
     published = lifecycle.LifeCycle.of(states.as_json())
+    known = {s["name"] for s in lifecycle.FALLBACK["states"]}
+    assert known <= {s["name"] for s in published.states}
     assert (life.ended, life.logging, life.launch_phases, life.launch_over) == (
-        published.ended,
-        published.logging,
+        published.ended & known,
+        published.logging & known,
         published.launch_phases,
-        published.launch_over,
+        published.launch_over & known,
     )
 
 
