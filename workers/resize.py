@@ -307,6 +307,10 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
     leaving = list(
         Instance.objects.filter(id__in=[i.id for i in leaving]).select_related("node", "address")
     )
+    # A resumed resize: containers stopped only once decommissioned (below) are done.
+    leaving = [i for i in leaving if _running(cluster, i)]
+    if not leaving:
+        return
     live = hdfs_nodes(master, container)["LiveNodes"]
     used = sum((_match(live, i) or {}).get("usedSpace", 0) for i in leaving)
     staying = [
@@ -351,6 +355,13 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
     # Stopped first, then forgotten by the exclude files: a later worker may get the address.
     _stop_leaving(cluster, leaving)
     _set_excluded(master, container, [], [])
+
+
+def _running(cluster: Cluster, instance: Instance) -> bool:
+    name = plans.container_name(cluster.id, instance.role, instance.index)
+    return instance.node is not None and nodes.client(instance.node).container_state(name) == (
+        "running"
+    )
 
 
 def _stop_leaving(cluster: Cluster, leaving: list[Instance]) -> None:

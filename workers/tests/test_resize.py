@@ -186,3 +186,102 @@ def test_a_chosen_replication_of_one_allows_a_single_worker(fake_nodes, pool, al
 
     cluster.refresh_from_db()
     assert plan(cluster, 1).target == 1
+
+
+def namenode(states: dict[str, tuple[str, int, int, int]]) -> dict:
+    """What NameNodeInfo says, by hostname: (adminState, used, remaining, blocks left); the
+    workers that stay are in service with room."""
+    states = {"worker-0": ("In Service", 0, 100, 0), "worker-1": ("In Service", 0, 100, 0)} | states
+    return {
+        "LiveNodes": {
+            f"{host}:9866": {"adminState": s, "usedSpace": used, "remaining": free}
+            for host, (s, used, free, _left) in states.items()
+        },
+        "DecomNodes": {
+            f"{host}:9866": {"underReplicatedBlocks": left}
+            for host, (s, _used, _free, left) in states.items()
+            if s != "In Service"
+        },
+    }
+
+
+@pytest.fixture
+def hadoop3(fake_nodes, pool, alice, catalog, settings, monkeypatch):
+    settings.RESIZE_POLL_SECONDS = 0
+    return running(alice, "hadoop", size=3, mem=1536, replication=2)
+
+
+def script(monkeypatch, answers: list[dict]) -> list[list[str]]:
+    """The NameNode answers these in turn (the last one for ever); returns the exclude lists
+    written (hdfs part of each _set_excluded call)."""
+    from workers import resize as step
+
+    seen = iter(answers)
+    last: list[dict] = []
+    written: list[list[str]] = []
+
+    def hdfs_nodes(_master, _container):
+        last[:] = [next(seen, last[0] if last else answers[-1])]
+        return last[0]
+
+    def set_excluded(_master, _container, ips, _names):
+        written.append(list(ips))
+
+    monkeypatch.setattr(step, "hdfs_nodes", hdfs_nodes)
+    monkeypatch.setattr(step, "_set_excluded", set_excluded)
+    return written
+
+
+def test_hadoop_shrinks_once_the_datanode_is_decommissioned(hadoop3, monkeypatch, fake_nodes):
+    gone = workers_of(hadoop3)[2]
+    written = script(
+        monkeypatch,
+        [
+            namenode({"worker-2": ("In Service", 10, 100, 0)}),
+            namenode({"worker-2": ("Decommission In Progress", 10, 100, 7)}),
+            namenode({"worker-2": ("Decommissioned", 10, 100, 0)}),
+        ],
+    )
+    services.request_resize(hadoop3.id, 2)
+    assert operations.run("resize", hadoop3.id) == S.RUNNING
+    assert len(workers_of(hadoop3)) == 2
+    assert written == [[gone.address.ip], []]  # excluded, then forgotten once stopped
+    messages = list(hadoop3.events.values_list("message", flat=True))
+    assert "HDFS decommission: 7 blocks left to replicate (Decommission In Progress)" in messages
+    assert any("worker-2 decommissioned" in m for m in messages)
+
+
+def test_a_decommission_past_its_time_puts_the_worker_back_and_fails_the_resize(
+    hadoop3, monkeypatch, settings, fake_nodes
+):
+    settings.RESIZE_DRAIN_SECONDS = 0
+    written = script(monkeypatch, [namenode({"worker-2": ("Decommission In Progress", 1, 9, 3)})])
+    services.request_resize(hadoop3.id, 2)
+    assert operations.run("resize", hadoop3.id) == S.RUNNING
+    assert [w.index for w in workers_of(hadoop3)] == [0, 1, 2]  # never half removed
+    assert all(w.state == Instance.State.RUNNING for w in workers_of(hadoop3))
+    assert written[-1] == []  # back into service
+    failed = hadoop3.events.get(message__startswith="resize failed")
+    assert "did not end in 0 s (3 blocks left to replicate)" in failed.message
+    assert "back in service" in failed.message
+
+
+def test_a_shrink_whose_data_would_not_fit_is_refused(hadoop3, monkeypatch, fake_nodes):
+    big = 3 * 2**30
+    script(
+        monkeypatch,
+        [
+            namenode(
+                {
+                    "worker-0": ("In Service", 0, 2**30, 0),
+                    "worker-1": ("In Service", 0, 2**30, 0),
+                    "worker-2": ("In Service", big, 2**30, 0),
+                }
+            )
+        ],
+    )
+    services.request_resize(hadoop3.id, 2)
+    assert operations.run("resize", hadoop3.id) == S.RUNNING
+    assert len(workers_of(hadoop3)) == 3
+    failed = hadoop3.events.get(message__startswith="resize failed")
+    assert "(3.00 GiB) would not fit on the 2 that stay (2.00 GiB free)" in failed.message
