@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import connection
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .models import Cluster, ClusterEvent
@@ -29,8 +30,9 @@ TRANSITION_CTES = """moved AS (
 )"""
 
 
-# A cluster moving into these states ends its queued and running jobs as failed.
-JOBS_END_IN = (S.STOPPING, S.STOPPED, S.FAILED, S.DESTROYING, S.DESTROYED)
+# Sent after transition() moved a cluster (cluster_id, to, reason), inside the caller's
+# transaction: apps above the life cycle hook in here (apps.jobs ends a stopped cluster's jobs).
+cluster_moved = Signal()
 
 
 class TransitionError(ValueError):
@@ -80,8 +82,6 @@ def transition(cluster_id: int, expected: str | Iterable[str], to: str, reason: 
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {ctes} SELECT COUNT(*) FROM logged", params)  # noqa: S608  (our constants)
         moved = cursor.fetchone()[0] > 0
-    if moved and to in JOBS_END_IN:  # its jobs cannot go on (apps.jobs)
-        from apps.jobs.services import end_live_jobs
-
-        end_live_jobs(cluster_id, f"the cluster is {to}" + (f": {reason}" if reason else ""))
+    if moved:  # apps above (jobs) act on it; the life cycle does not know them
+        cluster_moved.send(Cluster, cluster_id=cluster_id, to=str(to), reason=reason)
     return moved

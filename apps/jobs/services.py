@@ -18,6 +18,7 @@ from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, record
 from apps.clusters import jobs as tasks
 from apps.clusters.models import Cluster
+from apps.clusters.states import State
 
 from .models import ENDED, LIVE, Job, JobFile
 
@@ -205,6 +206,18 @@ def cancel(job_id: int, *, actor: Actor = None) -> Job:
             was=J.QUEUED if job.state == J.KILLED else J.RUNNING,
         )
     return job
+
+
+# A cluster moving into these states ends its queued and running jobs as failed.
+JOBS_END_IN = frozenset(
+    {State.STOPPING, State.STOPPED, State.FAILED, State.DESTROYING, State.DESTROYED}
+)
+
+
+def on_cluster_moved(sender: object, cluster_id: int, to: str, reason: str, **_: object) -> None:
+    """transitions.cluster_moved's receiver (connected in apps.py): its jobs cannot go on."""
+    if to in JOBS_END_IN:
+        end_live_jobs(cluster_id, f"the cluster is {to}" + (f": {reason}" if reason else ""))
 
 
 def end_live_jobs(cluster_id: int, reason: str) -> int:

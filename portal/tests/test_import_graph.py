@@ -102,7 +102,6 @@ KNOWN_UPWARD = {
     "apps/accounts/admin.py -> clusters",
     "apps/accounts/ssh_sync.py -> clusters",
     "apps/clusters/access.py -> proxy",
-    "apps/clusters/transitions.py -> jobs",
     "apps/inventory/admin.py -> clusters",
     "apps/inventory/capacity.py -> clusters",
     "apps/inventory/services.py -> clusters",
