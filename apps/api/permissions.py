@@ -8,7 +8,5 @@ IsAdmin = IsAdminUser
 
 
 def visible_clusters(user) -> QuerySet[Cluster]:
-    """What a user may see or act on: their own clusters; admins see all. Everything else
-    answers 404, so nobody learns which ids exist."""
-    clusters = Cluster.objects.all()
-    return clusters if user.is_staff else clusters.filter(owner=user)
+    """What a user may see or act on (Cluster.objects.visible_to, the one rule)."""
+    return Cluster.objects.visible_to(user)

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
     from apps.catalog.models import ProductVersion
 
 
+class ClusterQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "ClusterQuerySet":
+        """The one access rule of the API, the UI proxy, CESGA's API, jobs and usage: a user
+        sees and acts on their own clusters, staff on everyone's. Anything else answers 404,
+        so nobody learns which ids exist."""
+        return self if user.is_staff else self.filter(owner=user)
+
+
 class Cluster(models.Model):
     State = states.State  # what each state means: apps/clusters/states.py
 
@@ -70,6 +78,8 @@ class Cluster(models.Model):
     destroying_at = models.DateTimeField(null=True, blank=True)
     destroyed_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ClusterQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]

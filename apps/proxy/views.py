@@ -24,7 +24,6 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from apps.api.permissions import visible_clusters
 from apps.clusters.models import Cluster
 from portal import streams
 
@@ -131,7 +130,8 @@ def ui_host_web_ui(
 
 def _find(user, cluster_id: int, hostname: str, port: int) -> tuple[Cluster, services.Target]:
     """The cluster (if the user may see it) and its UI, or 404."""
-    cluster = get_object_or_404(visible_clusters(user).select_related("version"), id=cluster_id)
+    visible = Cluster.objects.visible_to(user).select_related("version")
+    cluster = get_object_or_404(visible, id=cluster_id)
     target = services.find_target(cluster, hostname, port)
     if target is None:
         raise Http404("no such web UI")

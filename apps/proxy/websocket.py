@@ -28,7 +28,7 @@ from django.http.request import split_domain_port, validate_host
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
-from apps.api.permissions import visible_clusters
+from apps.clusters.models import Cluster
 from portal import streams
 
 from . import origins, services, tickets
@@ -111,7 +111,8 @@ def _authorize(cookie: str, host: str, cluster_id: int, hostname: str, port: int
         grant = tickets.grant_of(_Cookies(cookie), host, cluster_id)  # type: ignore[arg-type]
         if grant is None:
             return None
-        cluster = visible_clusters(grant.user).select_related("version").filter(id=cluster_id)
+        visible = Cluster.objects.visible_to(grant.user)
+        cluster = visible.select_related("version").filter(id=cluster_id)
         found = cluster.first()
         target = services.find_target(found, hostname, port) if found is not None else None
         if target is None:

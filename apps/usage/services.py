@@ -172,8 +172,8 @@ def grand_total(rows: Iterable[Row]) -> dict[str, float]:
 def visible_clusters(user, *, everyone: bool = False, username: str = "", group: str = ""):
     """The clusters whose usage ``user`` may read: their own; staff everyone's (``everyone``),
     narrowed to one user or quota group when asked."""
-    clusters = Cluster.objects.all()
-    if not (user.is_staff and everyone):
+    clusters = Cluster.objects.visible_to(user)
+    if not everyone:
         clusters = clusters.filter(owner=user)
     if username:
         clusters = clusters.filter(owner__username=username)
