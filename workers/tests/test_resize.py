@@ -285,3 +285,23 @@ def test_a_shrink_whose_data_would_not_fit_is_refused(hadoop3, monkeypatch, fake
     assert len(workers_of(hadoop3)) == 3
     failed = hadoop3.events.get(message__startswith="resize failed")
     assert "(3.00 GiB) would not fit on the 2 that stay (2.00 GiB free)" in failed.message
+
+
+@pytest.mark.parametrize(("cores_used", "removed"), [(0, True), (2, False)])
+def test_spark_workers_leave_once_their_executors_ended(
+    fake_nodes, pool, alice, catalog, settings, cores_used, removed
+):
+    import json
+
+    settings.RESIZE_DRAIN_SECONDS = 0
+    cluster = running(alice, "spark", size=2, mem=1024)
+    leaving = workers_of(cluster)[1]
+    status = [[w.hostname, "ALIVE", 0] for w in workers_of(cluster)]
+    status[1][2] = cores_used
+    fake_nodes.exec_results["python3"] = (0, json.dumps(status))
+    services.request_resize(cluster.id, 1)
+    assert operations.run("resize", cluster.id) == S.RUNNING
+    assert (len(workers_of(cluster)) == 1) is removed
+    if not removed:
+        failed = cluster.events.get(message__startswith="resize failed")
+        assert f"executors still run on {leaving.hostname}" in failed.message
