@@ -112,6 +112,19 @@ def record_use(cluster_id: int, signal: str, at: datetime | None = None) -> None
     Cluster.objects.filter(later, id=cluster_id).update(active_at=at, active_signal=signal[:120])
 
 
+# A busy UI makes many requests a second: its use is written at most once a minute.
+USE_WRITE_GAP = timedelta(seconds=60)
+
+
+def record_request(cluster_id: int, what: str) -> None:
+    """A request through the UI proxy: use, written only when the last was a while ago."""
+    now = timezone.now()
+    stale = Q(active_at__isnull=True) | Q(active_at__lt=now - USE_WRITE_GAP)
+    Cluster.objects.filter(stale, id=cluster_id, state=S.RUNNING).update(
+        active_at=now, active_signal=what[:120]
+    )
+
+
 def set_limit(cluster_id: int, minutes: int | None) -> None:
     Cluster.objects.filter(id=cluster_id).update(idle_limit_minutes=check_limit(minutes))
 

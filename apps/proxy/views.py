@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
+from apps.clusters import idle
 from apps.clusters.models import Cluster
 from portal import streams
 
@@ -148,6 +149,7 @@ def _serve(
     portal: str = "",
     user_id: int | None = None,
 ) -> HttpResponseBase:
+    idle.record_request(cluster.id, f"its web UI {target.hostname}:{target.port} was opened")
     try:
         return services.forward(request, target, path, sandbox=sandbox, user_id=user_id)
     except streams.TooManyStreams as error:  # the user's open streams, counted per user
