@@ -88,9 +88,26 @@ def build_inventory(nodes: int) -> None:
             "n.id, '/data/' || k, 'hdd', 4000000000000, 'available'",
             "FROM inventory_node n CROSS JOIN generate_series(1, 12) k ORDER BY n.id, k",
         )  # a node's disks registered together, as the lab and the admin do
+    ensure_network()
     # Autovacuum would have visited a long-lived inventory: statistics and visibility map.
     with connection.cursor() as cur:
         cur.execute("VACUUM ANALYZE")
+
+
+def ensure_network() -> None:
+    """The shared network the claims take addresses from. TRUNCATE ... CASCADE of the clusters
+    empties it too (a segment's holder refers to a cluster), so every reset makes it again."""
+    from apps.inventory.models import Network
+
+    Network.objects.get_or_create(
+        name="bench",
+        defaults={
+            "subnet": "10.64.0.0/16",
+            "gateway": "10.64.0.1",
+            "first_address": "10.64.0.2",
+            "last_address": "10.64.255.254",
+        },
+    )
 
 
 def reset_allocations() -> None:
@@ -103,6 +120,7 @@ def reset_allocations() -> None:
         )
         cur.execute("UPDATE inventory_disk SET state = 'available' WHERE state <> 'available'")
         cur.execute("UPDATE inventory_address SET held = false WHERE held")
+    ensure_network()
 
 
 def add_history(users, version, nodes: int) -> None:
@@ -431,16 +449,9 @@ def prepare() -> tuple[list, object]:
 
     from apps.accounts.models import LIMIT_FIELDS, Quota
     from apps.catalog.models import Product, ProductVersion
-    from apps.inventory.models import Network
 
     call_command("migrate", verbosity=0)
-    Network.objects.create(
-        name="bench",
-        subnet="10.64.0.0/16",
-        gateway="10.64.0.1",
-        first_address="10.64.0.2",
-        last_address="10.64.255.254",
-    )
+    ensure_network()
     users = [get_user_model().objects.create_user(f"bench{n}") for n in range(8)]
     # Finite limits nobody reaches: every reservation pays for the usage check, as in production.
     roomy = dict.fromkeys(LIMIT_FIELDS, 10**9)
