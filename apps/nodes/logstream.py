@@ -7,6 +7,7 @@ thread, one read at a time.
 """
 
 import codecs
+import functools
 import ssl
 import struct
 import time
@@ -23,6 +24,16 @@ from .errors import NodeMissing, NodeRefused, NodeUnreachable
 HEADER = struct.Struct(">BxxxL")  # stream (1 stdout, 2 stderr), then the frame's length
 
 
+@functools.lru_cache(maxsize=64)
+def _tls_context(tls_dir: str) -> ssl.SSLContext:
+    """The node's CA and our client certificate, read once per process: reading them for
+    every follow would block the event loop on files and key parsing each time."""
+    folder = Path(tls_dir)
+    context = ssl.create_default_context(cafile=str(folder / "ca.pem"))
+    context.load_cert_chain(str(folder / "cert.pem"), str(folder / "key.pem"))
+    return context
+
+
 def _client(node: Endpoint) -> tuple[httpx.AsyncClient, str]:
     timeout = httpx.Timeout(settings.NODE_API_TIMEOUT, read=None)  # the follow's deadline rules
     endpoint = node.endpoint
@@ -30,10 +41,7 @@ def _client(node: Endpoint) -> tuple[httpx.AsyncClient, str]:
         transport = httpx.AsyncHTTPTransport(uds=endpoint.removeprefix("unix://"))
         base = "http://docker"
     elif endpoint.startswith("tcp://"):
-        folder = Path(node.tls_dir)
-        context = ssl.create_default_context(cafile=str(folder / "ca.pem"))
-        context.load_cert_chain(str(folder / "cert.pem"), str(folder / "key.pem"))
-        transport = httpx.AsyncHTTPTransport(verify=context)
+        transport = httpx.AsyncHTTPTransport(verify=_tls_context(node.tls_dir))
         base = "https://" + endpoint.removeprefix("tcp://")
     else:
         raise ValueError(f"{endpoint}: no async transport")
