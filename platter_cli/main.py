@@ -36,6 +36,7 @@ LAUNCH_FLAGS = {
     "disk_kind": "--disk-kind",
     "lease": "--lease",
     "reuse_data_from": "--reuse-data-from",
+    "idle_minutes": "--idle",
 }
 
 
@@ -275,6 +276,13 @@ def usage(
 @click.option("--lease", callback=parse_hours, help="Lease: hours, or 30m, 4h, 2d.")
 @click.option("--name", help="The cluster's name (default: product-N).")
 @click.option(
+    "--idle",
+    "idle_minutes",
+    type=click.IntRange(1),
+    metavar="MINUTES",
+    help="Stop it (data kept) after this long unused (default: your group's, if any).",
+)
+@click.option(
     "-o",
     "--option",
     "options",
@@ -308,6 +316,7 @@ def launch(
     disk_kind: str | None,
     lease: float | None,
     name: str | None,
+    idle_minutes: int | None,
     options: dict[str, str],
     reuse_data_from: int | None,
     wait: bool,
@@ -339,6 +348,7 @@ def launch(
         "disk_kind": disk_kind,
         "lease": lease,
         "reuse_data_from": reuse_data_from,
+        "idle_minutes": idle_minutes,
     }
     body.update({key: value for key, value in launch_keys.items() if value is not None})
     cluster = client.post(f"products/{product}/{version}", body)

@@ -42,6 +42,7 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
         request.reuse_data_from,
         actor=user,
         spec=request.spec,
+        idle_minutes=request.idle_minutes,
     )
 
 

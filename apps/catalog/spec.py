@@ -31,7 +31,7 @@ from . import disk_paths
 from .spec_errors import DefinitionError, Path, Problem, brief, from_pydantic
 
 # Launch-level keys a launch request may carry next to the product options.
-LAUNCH_KEYS = frozenset({"name", "disk_kind", "lease", "reuse_data_from"})
+LAUNCH_KEYS = frozenset({"name", "disk_kind", "lease", "reuse_data_from", "idle_minutes"})
 DISK_KINDS = ("hdd", "ssd", "nvme")
 SECTIONS = ("required", "optional", "advanced")
 OPTION_TYPES = ("int", "str", "bool", "choice")

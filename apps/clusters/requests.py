@@ -23,6 +23,7 @@ from django.conf import settings
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import LAUNCH_KEYS, ClusterSpec, OptionsError, resolve
 
+from .idle import IdleLimitError, check_limit
 from .models import Cluster
 
 NAME = re.compile(r"[-a-zA-Z0-9_]{1,63}")
@@ -49,6 +50,7 @@ class LaunchRequest:
     lease_hours: float | None
     reuse_data_from: Cluster | None
     disk_kind: str
+    idle_minutes: int | None = None  # stop after this long unused (idle.py); None: none of its own
 
 
 def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> LaunchRequest:
@@ -68,6 +70,9 @@ def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> L
     reuse, problem = _reuse(given.get("reuse_data_from"), version, owner)
     if problem:
         errors["reuse_data_from"] = problem
+    idle_minutes, problem = _idle_minutes(given.get("idle_minutes"))
+    if problem:
+        errors["idle_minutes"] = problem
 
     options = {k: v for k, v in given.items() if k not in LAUNCH_KEYS - {"disk_kind"}}
     spec = None
@@ -88,7 +93,18 @@ def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> L
         lease_hours=lease,
         reuse_data_from=reuse,
         disk_kind=spec.disk_kind,
+        idle_minutes=idle_minutes,
     )
+
+
+def _idle_minutes(value: Any) -> tuple[int | None, str | None]:
+    """Whole minutes (a form posts "45"), within idle.py's range; None when not given."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    try:
+        return check_limit(value), None
+    except IdleLimitError as error:
+        return None, str(error).removeprefix("idle limit ")
 
 
 def _empty(value: Any) -> bool:

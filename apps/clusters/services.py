@@ -18,7 +18,7 @@ from apps.audit.services import Action, Actor, record
 from apps.catalog.options import ClusterSpec
 from apps.catalog.revisions import current_revision
 
-from . import jobs, placement, preview
+from . import idle, jobs, placement, preview
 from .admission import admit_queued
 from .models import Cluster, Instance
 from .names import NameTaken, create_named
@@ -169,9 +169,11 @@ def launch(
     *,
     actor: Actor = None,
     spec: ClusterSpec | None = None,
+    idle_minutes: int | None = None,
 ) -> Cluster:
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster.
-    `spec`: what apps.clusters.requests.parse_launch resolved from these options already."""
+    `spec`: what apps.clusters.requests.parse_launch resolved from these options already;
+    `idle_minutes`: its idle limit (checked there too), if any."""
     from apps.catalog.images import require_images  # the catalog owns option and image rules
     from apps.catalog.options import resolve
 
@@ -180,9 +182,13 @@ def launch(
     # A reuse goes back to the nodes holding its data, or fails there.
     if reuse_data_of is None and (problem := placement.never_fits(spec.instances)):
         raise NeverFits(f"this cluster could never run on this pool: {problem}")
-    return create_cluster(
+    cluster = create_cluster(
         owner, version, name, spec.instances, options, lease_hours, reuse_data_of, actor=actor
     )
+    if idle_minutes is not None:
+        idle.set_limit(cluster.id, idle_minutes)
+        cluster.idle_limit_minutes = idle_minutes
+    return cluster
 
 
 def _describe(cluster: Cluster, owner=None) -> str:

@@ -15,6 +15,7 @@ LAUNCH_SECTION = {
     "name": "required",
     "disk_kind": "optional",
     "lease": "optional",
+    "idle_minutes": "optional",
     "reuse_data_from": "advanced",
 }
 
@@ -70,6 +71,12 @@ class LaunchForm(forms.Form):
         required=False,
         label="Lease (hours)",
         help_text="Destroyed (data kept) when it ends; empty: no end",
+    )
+    idle_minutes = forms.CharField(
+        widget=forms.NumberInput(attrs={"min": 1, "step": 1}),
+        required=False,
+        label="Idle stop (minutes)",
+        help_text="Stopped (data kept) after this long unused; empty: your group's default",
     )
     reuse_data_from = forms.CharField(
         widget=forms.Select(),

@@ -65,8 +65,8 @@ def test_it_rejects_unknown_options_by_name():
 
 
 def test_it_accepts_and_ignores_launch_keys():
-    options = {"name": "mine", "lease": "2h", "reuse_data_from": 7}
-    assert {"name", "lease", "reuse_data_from", "disk_kind"} == LAUNCH_KEYS
+    options = {"name": "mine", "lease": "2h", "reuse_data_from": 7, "idle_minutes": 30}
+    assert {"name", "lease", "reuse_data_from", "disk_kind", "idle_minutes"} == LAUNCH_KEYS
     assert resolve(make_version(), options) == resolve(make_version(), {})
 
 

@@ -5,11 +5,8 @@ from django.db import migrations, models
 # Transitions logged before this column wrote their state as the message's first word
 # ("running", "failed: why"): the timeline of older clusters is recovered from those.
 STATES = "queued|placing|configuring|running|degraded|stopping|stopped|destroying|destroyed|failed"
-BACKFILL = f"""
-UPDATE clusters_clusterevent
-SET state = substring(message from '^({STATES})(?:: |$)')
-WHERE message ~ '^({STATES})(: |$)'
-"""
+BACKFILL = "UPDATE clusters_clusterevent SET state = substring(message from %s) WHERE message ~ %s"
+PATTERNS = [f"^({STATES})(?:: |$)", f"^({STATES})(: |$)"]
 
 
 class Migration(migrations.Migration):
@@ -31,5 +28,5 @@ class Migration(migrations.Migration):
                 name="clusterevent_transitions",
             ),
         ),
-        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.RunSQL([(BACKFILL, PATTERNS)], migrations.RunSQL.noop),
     ]

@@ -50,3 +50,17 @@ def test_a_bad_limit_is_named_and_another_users_cluster_is_404(as_alice, running
     assert "Give the idle limit in minutes" in page
     client.force_login(bob)
     assert client.post(f"/clusters/{running.id}/idle", {"minutes": "5"}).status_code == 404
+
+
+def test_the_launch_form_takes_an_idle_limit(as_alice, alice, seeded):
+    from apps.catalog.models import ProductVersion
+
+    demo = ProductVersion.objects.get(product__name="demo")
+    form = as_alice.get(f"/catalog/demo/{demo.version}/launch").content.decode()
+    assert 'name="idle_minutes"' in form
+    answer = as_alice.post(
+        f"/catalog/demo/{demo.version}/launch",
+        {"name": "sleepy", "size": "1", "idle_minutes": "20"},
+    )
+    assert answer.status_code == 302, answer.content.decode()[-2000:]
+    assert Cluster.objects.get(owner=alice, name="sleepy").idle_limit_minutes == 20

@@ -47,6 +47,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
                 form.cleaned_data["reuse_data_from"],
                 actor=request.user,
                 spec=parsed.spec if parsed else None,
+                idle_minutes=parsed.idle_minutes if parsed else None,
             )
         except OptionsError as exc:
             for name, message in exc.errors.items():
