@@ -119,7 +119,11 @@ def follow_log(client: Api, job_id: int, since: int, out: Any) -> int:
     """Write the log from `since` as it comes until the job ends; the position reached. The
     portal ends a follow after LOG_FOLLOW_SECONDS: it is asked again from where it left."""
     while True:
-        params = {"since": since, "follow": "true", "seconds": LOG_FOLLOW_SECONDS}
+        params: dict[str, str | int] = {
+            "since": since,
+            "follow": "true",
+            "seconds": LOG_FOLLOW_SECONDS,
+        }
         timeout = httpx.Timeout(30.0, connect=10.0, read=LOG_FOLLOW_SECONDS + 30.0)
         request = client.http.build_request(
             "GET", f"jobs/{job_id}/log", params=params, timeout=timeout

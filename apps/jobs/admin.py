@@ -5,8 +5,8 @@ from .models import Job, JobFile
 
 class JobFileInline(admin.TabularInline):
     model = JobFile
-    fields = ["role", "name", "size"]
-    readonly_fields = fields
+    readonly_fields = ("role", "name", "size")
+    fields = readonly_fields
     extra = 0
     can_delete = False
 

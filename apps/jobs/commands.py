@@ -72,11 +72,13 @@ def kill(job: Job, grace_seconds: int = 10) -> list[str]:
     steps = []
     if job.kind == Job.Kind.MAPREDUCE and job.application_id.startswith("application_"):
         steps.append(f"yarn application -kill {shlex.quote(job.application_id)} || true")
+    # procps' kill (through env): sh's own may not take "--" before a negative process group.
     group = f'"-$(cat {PID})"'
     steps.append(
-        f"kill -TERM -- {group} 2>/dev/null; "
-        f"for _ in $(seq {grace_seconds}); do kill -0 -- {group} 2>/dev/null || exit 0; sleep 1; "
-        f"done; kill -KILL -- {group} 2>/dev/null; true"
+        f"env kill -s TERM -- {group} 2>/dev/null; "
+        f"for _ in $(seq {grace_seconds}); do "
+        f"env kill -s 0 -- {group} 2>/dev/null || exit 0; sleep 1; "
+        f"done; env kill -s KILL -- {group} 2>/dev/null; true"
     )
     return ["sh", "-c", f"cd {shlex.quote(folder(job))} && {'; '.join(steps)}"]
 

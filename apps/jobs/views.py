@@ -43,7 +43,7 @@ class SubmitForm(forms.Form):
     main_class = forms.CharField(required=False, max_length=255, label="Main class")
     args = forms.CharField(required=False, label="Arguments (one a line)", widget=forms.Textarea)
     py_files = MultipleFileField(required=False, label="Python modules (--py-files)")
-    files = MultipleFileField(required=False, label="Files (--files)")
+    data_files = MultipleFileField(required=False, label="Files (--files)")
     properties = forms.CharField(
         required=False, label="Properties (key=value, one a line)", widget=forms.Textarea
     )
@@ -64,7 +64,7 @@ def _request(form: SubmitForm, request: HttpRequest) -> JobRequest:
     data = form.cleaned_data
     files = [(JobFile.Role.MAIN, f) for f in request.FILES.getlist("main")]
     files += [(JobFile.Role.PY_FILE, f) for f in request.FILES.getlist("py_files")]
-    files += [(JobFile.Role.FILE, f) for f in request.FILES.getlist("files")]
+    files += [(JobFile.Role.FILE, f) for f in request.FILES.getlist("data_files")]
     services.check_upload_sizes({str(f.name): f.size or 0 for _, f in files})
     properties = {}
     for line in data["properties"].splitlines():
@@ -91,7 +91,7 @@ def cluster_jobs(request: HttpRequest, cluster_id: int) -> HttpResponse:
     form = SubmitForm(request.POST or None, request.FILES or None)
     if request.method == "POST":
         if not form.is_valid():
-            wrong = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+            wrong = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
             messages.error(request, f"The job was not submitted: {wrong}")
             return redirect("web:cluster", cluster_id=cluster.id)
         try:

@@ -294,7 +294,7 @@ class NodeClient:
         size = int(stat.get("size", 0))
         if size > limit:
             with suppress(Exception):
-                stream.close()  # type: ignore[attr-defined]  # a generator over the response
+                stream.close()  # a generator over the response
             return size, None
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
             member = archive.extractfile(archive.getmembers()[0])

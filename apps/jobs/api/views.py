@@ -4,6 +4,7 @@ read-only tokens read (apps.tokens.authentication refuses them anything else).""
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -64,7 +65,8 @@ def _properties(raw) -> dict[str, str]:
 
 def job_request(request: Request) -> JobRequest:
     """The submit's fields, from a multipart form (repeated fields, files) or a JSON body."""
-    data, uploads = request.data, request.FILES
+    data: Any = request.data  # a QueryDict (a form) or a dict (JSON)
+    uploads = request.FILES
     many = data.getlist if hasattr(data, "getlist") else (lambda k: data.get(k) or [])
     files = [
         (role, f)
@@ -157,6 +159,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
         query = LogQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         asked = query.validated_data
+        response: HttpResponseBase
         if asked["follow"]:
             response = text_stream(follow(job.id, asked["since"], asked["seconds"]))
         else:

@@ -21,7 +21,7 @@ def test_the_section_submits_a_job_and_the_job_page_follows_its_log(signed_in, s
     form = {
         "kind": "pyspark",
         "main": SimpleUploadedFile("app.py", b"print(1)\n"),
-        "files": [SimpleUploadedFile("a.txt", b"a"), SimpleUploadedFile("b.txt", b"b")],
+        "data_files": [SimpleUploadedFile("a.txt", b"a"), SimpleUploadedFile("b.txt", b"b")],
         "args": "one\ntwo\n",
         "properties": "spark.x=1\n",
     }
