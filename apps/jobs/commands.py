@@ -63,7 +63,11 @@ def launcher(job: Job) -> list[str]:
 def environment(job: Job) -> dict[str, str]:
     # Hadoop's client prints warnings only by default: the log should show the application's
     # id and progress as spark-submit's does.
-    return {"HADOOP_ROOT_LOGGER": "INFO,console"} if job.kind == Job.Kind.MAPREDUCE else {}
+    if job.kind == Job.Kind.MAPREDUCE:
+        return {"HADOOP_ROOT_LOGGER": "INFO,console"}
+    # A PySpark driver's prints reach the log as they happen, not in one block at its exit
+    # (which the JVM may not copy out before it exits itself).
+    return {"PYTHONUNBUFFERED": "1"}
 
 
 def kill(job: Job, grace_seconds: int = 10) -> list[str]:
