@@ -94,6 +94,8 @@ def _grow(cluster: Cluster, added: list[Instance]) -> None:
         record_event(cluster.id, f"reserved {len(unreserved)} instances with {disks} disks")
     ids = {i.id for i in added}
     try:
+        if (admit := ADMITS.get(cluster.version.product.name)) is not None:
+            admit(cluster, list(Instance.objects.filter(id__in=ids).select_related("address")))
         _start(cluster, ids)
         _add_hosts(cluster, ids)
         configure_again(cluster)
@@ -325,7 +327,7 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
     ips = [i.address.ip for i in leaving if i.address]
     names = [i.hostname for i in leaving]
     _run(master, container, ["python3", "-c", ADD_EXCLUDE_PROPERTIES])
-    _set_excluded(master, container, ips, names)
+    _set_excluded(master, container, ips, names, True)
     record_event(cluster.id, f"HDFS decommission of {', '.join(names)} started")
     deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
     said = ""
@@ -343,7 +345,7 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
             record_event(cluster.id, progress)
             said = progress
         if time.monotonic() > deadline:
-            _set_excluded(master, container, [], [])  # back into service
+            _set_excluded(master, container, ips, names, False)  # back into service
             raise ResizeFailed(
                 f"the HDFS decommission did not end in {settings.RESIZE_DRAIN_SECONDS} s "
                 f"({left} blocks left to replicate); the workers are back in service"
@@ -352,9 +354,9 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
     record_event(
         cluster.id, f"{', '.join(names)} decommissioned: their blocks have copies elsewhere"
     )
-    # Stopped first, then forgotten by the exclude files: a later worker may get the address.
+    # They stay excluded once stopped (Decommissioned, then dead: the NameNode never puts
+    # them back into service); a later worker given the same address is let in (_grow).
     _stop_leaving(cluster, leaving)
-    _set_excluded(master, container, [], [])
 
 
 def _running(cluster: Cluster, instance: Instance) -> bool:
@@ -374,16 +376,38 @@ def _stop_leaving(cluster: Cluster, leaving: list[Instance]) -> None:
             raise lifecycle._named(outcome, f"could not stop {instance}")
 
 
-def _set_excluded(master: Instance, container: str, ips: list[str], names: list[str]) -> None:
-    """Write both exclude files and have the NameNode and ResourceManager read them."""
-    hdfs = "\n".join(ips) + ("\n" if ips else "")
-    yarn = "\n".join(names) + ("\n" if names else "")
-    script = (
-        f"printf %s {shlex.quote(hdfs)} > {EXCLUDE} && "
-        f"printf %s {shlex.quote(yarn)} > {YARN_EXCLUDE} && "
-        "hdfs dfsadmin -refreshNodes && yarn rmadmin -refreshNodes"
+# Adds (argv[1] "add") or removes the given lines in both exclude files; exits 0 only when a
+# file changed, so the NameNode and ResourceManager are asked to read them only then.
+EDIT_EXCLUDES = f"""
+import os, sys
+add, changed = sys.argv[1] == "add", False
+for path, names in (("{EXCLUDE}", sys.argv[2].split()), ("{YARN_EXCLUDE}", sys.argv[3].split())):
+    old = open(path).read().split() if os.path.exists(path) else []
+    new = sorted(set(old) | set(names)) if add else [n for n in old if n not in names]
+    if sorted(new) != sorted(old):
+        open(path, "w").write("".join(n + "\\n" for n in new))
+        changed = True
+sys.exit(0 if changed else 3)
+"""
+
+
+def _set_excluded(
+    master: Instance, container: str, ips: list[str], names: list[str], add: bool
+) -> None:
+    """Add the workers to the exclude files (or take them out) and have the NameNode and the
+    ResourceManager read them when they changed."""
+    edit = shlex.join(
+        ["python3", "-c", EDIT_EXCLUDES, "add" if add else "remove", " ".join(ips), " ".join(names)]
     )
+    script = f"if {edit}; then hdfs dfsadmin -refreshNodes && yarn rmadmin -refreshNodes; fi"
     _run(master, container, ["sh", "-c", script], 180)
+
+
+def admit_hadoop(cluster: Cluster, added: list[Instance]) -> None:
+    """New workers whose address a removed one had are taken out of the exclude files."""
+    master, container = _master(cluster)
+    ips = [i.address.ip for i in added if i.address]
+    _set_excluded(master, container, ips, [i.hostname for i in added], False)
 
 
 def drain_spark(cluster: Cluster, leaving: list[Instance]) -> None:
@@ -414,3 +438,4 @@ def drain_spark(cluster: Cluster, leaving: list[Instance]) -> None:
 
 
 DRAINS = {"hadoop": drain_hadoop, "spark": drain_spark}
+ADMITS = {"hadoop": admit_hadoop}

@@ -224,8 +224,8 @@ def script(monkeypatch, answers: list[dict]) -> list[list[str]]:
         last[:] = [next(seen, last[0] if last else answers[-1])]
         return last[0]
 
-    def set_excluded(_master, _container, ips, _names):
-        written.append(list(ips))
+    def set_excluded(_master, _container, ips, _names, add):
+        written.append(list(ips) if add else [])
 
     monkeypatch.setattr(step, "hdfs_nodes", hdfs_nodes)
     monkeypatch.setattr(step, "_set_excluded", set_excluded)
@@ -245,7 +245,7 @@ def test_hadoop_shrinks_once_the_datanode_is_decommissioned(hadoop3, monkeypatch
     services.request_resize(hadoop3.id, 2)
     assert operations.run("resize", hadoop3.id) == S.RUNNING
     assert len(workers_of(hadoop3)) == 2
-    assert written == [[gone.address.ip], []]  # excluded, then forgotten once stopped
+    assert written == [[gone.address.ip]]  # excluded, and stays so once stopped
     messages = list(hadoop3.events.values_list("message", flat=True))
     assert "HDFS decommission: 7 blocks left to replicate (Decommission In Progress)" in messages
     assert any("worker-2 decommissioned" in m for m in messages)
