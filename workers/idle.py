@@ -111,6 +111,8 @@ def signals(cluster: Cluster) -> list[str]:
 
 
 def _instance_signals(instance: Instance, members: set[str]) -> list[str]:
+    if instance.node is None:  # not placed (the query excludes these; for the type checker)
+        return []
     client = nodes.client(instance.node)
     container = instance.container_id or instance.hostname
     code, table = client.exec(container, ["cat", "/proc/net/tcp", "/proc/net/tcp6"], PROBE_TIMEOUT)

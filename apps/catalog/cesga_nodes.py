@@ -255,7 +255,7 @@ def _disk_destinations(disks: Any, where: str) -> list[str]:
     for disk, spec in named:
         destination = spec.get("destination") if isinstance(spec, dict) else None
         problem = disk_paths.path_problem(destination)
-        if problem:
+        if problem or not isinstance(destination, str):
             raise RegistrationError(f"{where}: {disk} destination: {problem}")
         paths.append(destination)
     for k, problem in disk_paths.list_problems(paths):

@@ -73,7 +73,7 @@ def limit_of(cluster: Cluster) -> timedelta | None:
     minutes = cluster.idle_limit_minutes
     if minutes is None:
         annotated = getattr(cluster, "group_idle_limit", UNREAD)  # with_group_limits()
-        minutes = group_default(cluster.owner_id) if annotated is UNREAD else annotated
+        minutes = group_default(cluster.owner_id) if annotated is UNREAD else annotated  # type: ignore[assignment]  # the annotation is an int or None
     return timedelta(minutes=minutes) if minutes else None
 
 

@@ -151,7 +151,7 @@ def usage_metrics() -> Iterator[Metric]:
     )
     for figure, (name, text) in USAGE_HELP.items():
         family = CounterMetricFamily(name, text, labels=["group"])
-        for group, figures in sorted(by_group.items()):
+        for group, figures in sorted((by_group or {}).items()):
             family.add_metric([group or "none"], figures[figure])
         yield family
 

@@ -46,12 +46,15 @@ def hex_ipv4(address: str) -> str:
 
 def member_table(cluster: Cluster) -> str:
     """TCP with the member's connection coming from the cluster's own instance."""
-    own = Instance.objects.get(cluster=cluster).address.ip
+    address = Instance.objects.get(cluster=cluster).address
+    assert address is not None
+    own = address.ip
     return TCP.replace("0300090A", hex_ipv4(own))
 
 
 def containers_of(cluster: Cluster, nodes: FakeNodes) -> None:
     for i in Instance.objects.filter(cluster=cluster).select_related("node"):
+        assert i.node is not None
         name = i.container_id or i.hostname
         nodes.on(i.node.name)[name] = FakeContainer(name, name, {}, state="running")
 
@@ -114,7 +117,9 @@ def test_a_running_application_keeps_it_running(running):
     spark_master = TCP.replace("1BA5", "1F90")  # listening on 8080, the master UI
     with FakeNodes() as nodes:
         containers_of(running, nodes)
-        own = hex_ipv4(Instance.objects.get(cluster=running).address.ip)
+        address = Instance.objects.get(cluster=running).address
+        assert address is not None
+        own = hex_ipv4(address.ip)
         inside = spark_master.replace("0302010A", own).replace("0300090A", own)
         nodes.exec_results["cat"] = (0, inside)  # no connection from outside at all
         nodes.exec_results["python3"] = (0, "1\n")
