@@ -2,7 +2,8 @@
 transition events and its disk allocations), never sampled.
 
 - cores and memory: each instance's, over the spans the cluster's containers existed
-  (timeline.COMPUTE_STATES), so a stop, a start and a failure split them exactly;
+  (timeline.COMPUTE_STATES) while the instance was a member (a resize adds and removes
+  members), so a stop, a start, a failure and a resize split them exactly;
 - disks: each DiskAllocation from its reservation to its release, by the disk's kind, stopped
   time included. NVMe disks count as SSD hours (the CSV has HDD and SSD columns).
 
@@ -18,7 +19,7 @@ from datetime import date, datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from apps.accounts.models import Quota
@@ -98,11 +99,20 @@ def usage_rows(clusters: QuerySet[Cluster], first: date, last: date, now: dateti
     events = ClusterEvent.objects.filter(cluster_id__in=ids).exclude(state="").order_by("at", "id")
     for cluster_id, at, state in events.values_list("cluster_id", "at", "state"):
         timelines[cluster_id].append((at, state))
-    shapes: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for cluster_id, cores, memory in Instance.objects.filter(cluster_id__in=ids).values_list(
-        "cluster_id", "cores", "memory_mb"
+    # Each instance counts while it is a member: from its first disk's reservation to its last
+    # disk's release (a resize adds and removes members mid-way); without disks, always.
+    members = Instance.objects.filter(cluster_id__in=ids).annotate(
+        joined=Min("allocations__created"),
+        left=Max("allocations__released"),
+        holding=Count("allocations", filter=Q(allocations__active=True)),
+    )
+    shapes: dict[int, list[tuple[int, int, Span]]] = defaultdict(list)
+    for cluster_id, cores, memory, joined, left, holding in members.values_list(
+        "cluster_id", "cores", "memory_mb", "joined", "left", "holding"
     ):
-        shapes[cluster_id].append((cores, memory))
+        start = joined or window.start
+        end = now if holding or left is None else left
+        shapes[cluster_id].append((cores, memory, Span(min(start, end), end)))
     disks: dict[int, list[tuple[Span, str]]] = defaultdict(list)
     allocations = DiskAllocation.objects.filter(instance__cluster_id__in=ids).filter(
         Q(released__isnull=True) | Q(released__gte=window.start), created__lt=window.end
@@ -130,12 +140,12 @@ def usage_rows(clusters: QuerySet[Cluster], first: date, last: date, now: dateti
         return rows[key]
 
     for cluster in chosen:
-        cores = sum(c for c, _ in shapes[cluster.id])
-        memory_gb = sum(m for _, m in shapes[cluster.id]) / 1024
-        for span in intersect(compute_spans(timelines[cluster.id], now), window):
-            for day, seconds in by_day(span):
-                row(cluster, day).add("core_h", cores * seconds / 3600)
-                row(cluster, day).add("mem_gb_h", memory_gb * seconds / 3600)
+        running = intersect(compute_spans(timelines[cluster.id], now), window)
+        for cores, memory, membership in shapes[cluster.id]:
+            for span in intersect(running, membership):
+                for day, seconds in by_day(span):
+                    row(cluster, day).add("core_h", cores * seconds / 3600)
+                    row(cluster, day).add("mem_gb_h", memory / 1024 * seconds / 3600)
         for held, kind in disks[cluster.id]:
             figure = "hdd_h" if kind == "hdd" else "ssd_h"
             for span in intersect([held], window):

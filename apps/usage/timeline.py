@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-# Containers exist in these states, so the instances hold their cores and memory. `stopping`
-# counts: the containers are still up until `stopped` is entered.
-COMPUTE_STATES = frozenset({"configuring", "running", "degraded", "stopping"})
+# Containers run in these states, so the instances hold their cores and memory. `stopping`
+# counts: the containers are still up until `stopped` is entered; so does `resizing`.
+COMPUTE_STATES = frozenset({"configuring", "running", "degraded", "resizing", "stopping"})
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,32 @@ def test_one_user_sees_only_their_own_and_staff_everyone(alice, bob, admin_user)
 def test_a_span_over_three_days_is_cut_at_each_utc_midnight():
     span = Span(datetime(2026, 1, 1, 23, tzinfo=UTC), datetime(2026, 1, 3, 1, tzinfo=UTC))
     assert [(d.day, s / 3600) for d, s in by_day(span)] == [(1, 1.0), (2, 24.0), (3, 1.0)]
+
+
+def test_a_resize_mid_way_counts_each_instance_only_while_it_is_a_member(alice):
+    """Grown at 11:00 by one instance (reserved by the resize's own reservation), shrunk at
+    12:00 by the first one (its disk released): each counts only its own hour(s)."""
+    from apps.clusters.models import Instance
+    from apps.clusters.reservation import Rejection, reserve_added
+
+    cluster = live(alice, cores=2, disks=1)
+    set_times(cluster, dict.fromkeys(["queued", "placing", "configuring", "running"], T0))
+    first = Instance.objects.get(cluster=cluster)
+    added = Instance.objects.create(
+        cluster=cluster, role="worker", index=1, cores=4, memory_mb=1024, disks=1
+    )
+    make_node()
+    assert transition(cluster.id, S.RUNNING, S.RESIZING)
+    reserved = reserve_added(cluster.id, [added.id])
+    assert not isinstance(reserved, Rejection), reserved
+    assert transition(cluster.id, S.RESIZING, S.RUNNING)
+    ClusterEvent.objects.filter(cluster=cluster, state__in=["resizing", "running"]).update(at=T0)
+    DiskAllocation.objects.filter(instance=added).update(created=T0 + timedelta(hours=1))
+    DiskAllocation.objects.filter(instance=first).update(
+        active=False, released=T0 + timedelta(hours=2)
+    )
+    rows = usage_rows(Cluster.objects.all(), T0.date(), T0.date(), now=T0 + timedelta(hours=3))
+    (row,) = rows
+    # first: 2 cores 10:00-12:00; added: 4 cores 11:00-13:00 (now)
+    assert row.core_h == pytest.approx(2 * 2 + 4 * 2)
+    assert row.hdd_h == pytest.approx(2 + 2)
