@@ -41,11 +41,13 @@ JSON shapes of the ProductVersion fields
   int option to a role property: ``count`` (instances of the role), ``cores``, ``memory_mb`` or
   ``disks`` (per instance), for the roles listed in ``roles`` (all roles when omitted). A role's
   own ``max`` still caps such an option; roles the option does not reach keep their defaults.
+  A bool option may set ``count`` or ``disks``: true is 1, false 0 (Spark's notebook instance).
   Options without ``sets`` are product parameters, available to templates by name.
 
 ``ports`` -- endpoints to publish: ``[{"role": "master", "port": 9870, "name": "HDFS web UI",
 "protocol": "tcp", "scheme": "http", "ui": true}]`` (``protocol`` defaults to tcp, ``scheme``
-optional; ``ui``: a web UI the portal serves to the cluster's owner through its proxy, apps/proxy).
+optional; ``ui``: a web UI the portal serves to the cluster's owner through its proxy, apps/proxy;
+``prefixed``: that UI serves itself under the portal's path of it, as JupyterLab's base_url).
 ``connect``: connection strings shown to users, e.g. ``["spark://{{address}}:7077"]``; their
 placeholders (addresses, credentials) are listed in ``apps.clusters.connection``.
 
@@ -249,7 +251,7 @@ def resolve(version: ProductVersion | ProductDefinition, options: dict) -> Clust
         props = {prop: role.bounds(prop).default for prop in ROLE_PROPERTIES}
         for name, option in definition.options.items():
             if option.sets and (option.roles is None or role.name in option.roles):
-                props[option.sets] = values[name]
+                props[option.sets] = int(values[name])  # a bool's true is 1
         image = role.image or definition.image
         instances.extend(
             InstanceSpec(
@@ -277,6 +279,7 @@ def _role_limits_problem(definition: ProductDefinition, option: Option, value: i
             where, allow, need = f"role {role.name}", "allows", "needs"
         else:
             where, allow, need = f"{role.name} instances", "allow", "need"
+        value = int(value)  # a bool's true is 1
         if value > bounds.max:
             problems.append(f"{where} {allow} at most {bounds.max} {unit}, got {value}")
         elif value < bounds.min:

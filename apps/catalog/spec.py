@@ -38,6 +38,9 @@ OPTION_TYPES = ("int", "str", "bool", "choice")
 # What an int option may set on roles, and the floor of each per-instance resource.
 ROLE_PROPERTIES = ("count", "cores", "memory_mb", "disks")
 RESOURCE_FLOORS = {"cores": 1, "memory_mb": 64, "disks": 0}
+# A bool option may set these role properties: true is 1 (one instance, one disk), false 0
+# (Spark's "notebook": its notebook instance).
+BOOL_SETS = ("count", "disks")
 RESOURCE_UNITS = {"count": "instances", "cores": "cores", "memory_mb": "MB", "disks": "disks"}
 DEFAULT_STR_MAX_LENGTH = 255
 DEFAULT_CONFIGURE_TIMEOUT = 120
@@ -190,7 +193,7 @@ class Option(Strict):
     choices: list[Scalar] | None = None  # choice
     max_length: Annotated[int, Field(ge=1)] | None = None  # str
     pattern: str | None = None  # str, a full-match regular expression
-    sets: Literal["count", "cores", "memory_mb", "disks"] | None = None  # int
+    sets: Literal["count", "cores", "memory_mb", "disks"] | None = None  # int; bool: BOOL_SETS
     roles: list[str] | None = None  # with sets; all roles when omitted
 
     def check(self, value: Any) -> tuple[Any, str | None]:
@@ -215,6 +218,9 @@ class Port(Strict):
     protocol: Literal["tcp", "udp"] = "tcp"
     scheme: str | None = None
     ui: bool = False  # a web UI the portal serves to the owner through apps/proxy
+    # The UI serves itself under the portal's path of it (Jupyter's base_url): the proxy
+    # forwards the whole path, not the part after that prefix.
+    prefixed: bool = False
     connect: list[Text] = []  # connection string templates (apps.clusters.connection)
 
 
@@ -477,8 +483,16 @@ def _check_option(o: Option, where: Path, roles: list[Role] | None, out: list[Pr
                 Problem((*where, "roles"), "only options that set a role property name roles")
             )
         return
-    if o.type != "int":
-        out.append(Problem((*where, "sets"), f"only int options set a role property, not {o.type}"))
+    if o.type == "bool" and o.sets not in BOOL_SETS:
+        allowed = " or ".join(BOOL_SETS)
+        out.append(Problem((*where, "sets"), f"a bool option sets only {allowed}, not {o.sets}"))
+        return
+    if o.type not in ("int", "bool"):
+        out.append(
+            Problem(
+                (*where, "sets"), f"only int and bool options set a role property, not {o.type}"
+            )
+        )
         return
     if o.roles is not None and not o.roles:
         out.append(Problem((*where, "roles"), "must be a non-empty list of role names"))

@@ -52,6 +52,7 @@ class Target:
     port: int
     address: str
     members: dict[str, str]  # hostnames and addresses (lower case) -> hostname
+    prefixed: bool = False  # the UI serves itself under `prefix` (the port's "prefixed")
 
     @property
     def prefix(self) -> str:
@@ -99,7 +100,8 @@ def web_uis(cluster: Cluster) -> list[dict]:
 
 def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:
     """The UI at hostname:port of the cluster, or None when there is no such UI."""
-    roles = {p["role"] for p in ui_ports(cluster) if p["port"] == port}
+    ports = [p for p in ui_ports(cluster) if p["port"] == port]
+    roles = {p["role"] for p in ports}
     if not roles:
         return None
     instances = live_instances(cluster)
@@ -110,11 +112,14 @@ def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:
                 members[member.hostname.lower()] = member.hostname
                 if member.address is not None:
                     members[member.address.ip] = member.hostname
-            return Target(cluster.id, hostname, port, instance.address.ip, members)
+            prefixed = any(p.get("prefixed") for p in ports if p["role"] == instance.role)
+            return Target(cluster.id, hostname, port, instance.address.ip, members, prefixed)
     return None
 
 
 def upstream_url(target: Target, path: str, query: str) -> str:
+    if target.prefixed:
+        path = f"{target.prefix.lstrip('/')}/{path}"
     # Django hands the path decoded: quote it again, keeping what is legal in a path.
     url = f"http://{target.address}:{target.port}/{quote(path, safe=PATH_SAFE)}"
     return f"{url}?{query}" if query else url

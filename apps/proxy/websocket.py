@@ -146,7 +146,9 @@ async def _open_upstream(
             upstream_ws_url(target, scope),
             subprotocols=subprotocols or None,  # type: ignore[arg-type]  # the browser's offer
             max_size=settings.PROXY_WS_MAX_MESSAGE_BYTES,
-            open_timeout=settings.PROXY_CONNECT_TIMEOUT,
+            # Jupyter completes a kernel's handshake once the kernel answers (its own wait
+            # for that is 60 s): a connect and a read's time, not a connect's alone.
+            open_timeout=settings.PROXY_CONNECT_TIMEOUT + settings.PROXY_READ_TIMEOUT,
             compression=None,
             proxy=None,  # the portal's HTTP(S)_PROXY never sees cluster traffic
             user_agent_header=None,

@@ -5,6 +5,12 @@ and licenses/, ``lib/`` the pyspark.zip and py4j zip that spark-submit puts on P
 ``pyspark/`` the Python package. The image lays them out like Apache's binary tarball under
 /opt/spark, and installs pyspark and py4j (its wheel) where Debian's python3 finds them, so
 ``python3 -c 'import pyspark'`` works as well as ``spark-submit job.py``.
+
+JupyterLab and ipykernel (a notebook instance's server and kernel, the launch option
+``notebook``) come from PyPI as wheels for Debian 12's Python 3.11, every one pinned with its
+hash in jupyter.lock (pip resolves nothing at build time), and are laid out under /usr/local as
+pip would install them there (jupyter_wheels.py), so a kernel runs the same python3 and
+pyspark as the cluster.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from .jupyter_wheels import LOCK, fetch_wheels, install_wheels, pins
 from .recipe import Recipe
 from .sources import pypi_file, unpack
 
@@ -41,11 +48,12 @@ def fetch(dest: Path, cache: Path) -> None:
     (unpacked / "pyspark").rename(dest / SITE / "pyspark")
     shutil.rmtree(unpacked)
     unpack(wheel, dest / SITE)
+    install_wheels(fetch_wheels(LOCK, cache), dest / "usr" / "local")
 
 
 RECIPE = Recipe(
     product="spark",
     tag=VERSION,
-    inputs=(f"pypi:pyspark=={VERSION}", f"pypi:py4j=={PY4J}"),
+    inputs=(f"pypi:pyspark=={VERSION}", f"pypi:py4j=={PY4J}", *pins(LOCK)),
     fetch=fetch,
 )

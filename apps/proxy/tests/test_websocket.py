@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from apps.lab import devservers
 from apps.lab.tests.test_devservers import free_port
-from apps.proxy import tickets
+from apps.proxy import services, tickets
 from apps.proxy.tests.upstream import cluster_on
 from conftest import _database_url
 from portal import streams
@@ -261,3 +261,12 @@ def test_a_user_over_the_stream_limit_gets_429(web_server, upstream, alice, bob)
     status, text = asyncio.run(over())
     assert status == 429 and f"at most {LIMIT} per user" in text
     assert wait_for_streams(alice, 0) == 0
+
+
+def test_a_prefixed_ui_gets_the_whole_path_others_the_part_after_it():
+    target = services.Target(5, "notebook-0", 8888, "10.0.0.5", {}, prefixed=True)
+    assert services.upstream_url(target, "api/kernels", "x=1") == (
+        "http://10.0.0.5:8888/clusters/5/ui/notebook-0/8888/api/kernels?x=1"
+    )
+    plain = services.Target(5, "master-0", 8080, "10.0.0.5", {})
+    assert services.upstream_url(plain, "json/", "") == "http://10.0.0.5:8080/json/"

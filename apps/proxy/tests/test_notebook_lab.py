@@ -1,0 +1,242 @@
+"""A Spark cluster's notebook on the real lab, through the real web server (gunicorn with
+uvicorn workers) as a browser uses it: the owner follows the portal's ticket redirect to the
+cluster's UI host, starts a kernel over Jupyter's REST API, runs a Spark count over the kernel's
+WebSocket, and sees the application on the Spark master; a saved notebook is found again after
+a stop and start; another user and an anonymous request cannot open it."""
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from websockets.asyncio.client import connect
+
+from apps.accounts.models import Quota
+from apps.catalog.models import ProductVersion
+from apps.clusters import access, services
+from apps.clusters.models import Cluster
+from apps.clusters.tests.waiting import wait_for
+from apps.lab import devservers
+from apps.lab.management.commands.seed_demo import DEMO_QUOTA
+from apps.lab.tests.test_devservers import free_port
+from apps.proxy.tests.test_lab import assert_host_reaches
+from conftest import _database_url
+from portal.tests.test_streams_server import session_of
+from workers.tests.test_products import READY_SECONDS, instance
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = Cluster.State
+
+
+@pytest.fixture
+def portal(django_db_setup, tmp_path):
+    """The portal on the real web server at 127.0.0.1:<port>, its UI hosts c<N>.ui.localhost."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "DATABASE_URL": _database_url(settings.DATABASES["default"]),
+        "GUNICORN_WORKERS": "1",
+        "PLATTER_UI_DOMAIN": "ui.localhost",
+    }
+    log = (tmp_path / "web.log").open("w")
+    server = devservers.start_web(f"127.0.0.1:{port}", env, log)
+    try:
+        devservers.wait_for_web(f"127.0.0.1:{port}", server)
+        yield port
+    finally:
+        devservers.stop_process(server)
+        log.close()
+
+
+class UIHost:
+    """A browser's view of a cluster's UI host: requests to cN.ui.localhost:<port> (sent to
+    127.0.0.1, *.localhost being loopback for browsers) with the cookie that host gave."""
+
+    def __init__(self, port: int, cluster_id: int, cookie: str) -> None:
+        self.port = port
+        self.host = f"c{cluster_id}.ui.localhost:{port}"
+        self.origin = f"http://{self.host}"
+        self.cookie = cookie
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+
+    def request(self, method: str, path: str, **options) -> httpx.Response:
+        headers = {"Host": self.host, "Cookie": self.cookie, **options.pop("headers", {})}
+        if method not in ("GET", "HEAD"):
+            headers["Origin"] = self.origin  # a page of this very host writes
+        return self.http.request(method, path, headers=headers, **options)
+
+    def websocket(self, path: str):
+        return connect(
+            f"ws://{self.host}{path}",
+            origin=self.origin,  # type: ignore[arg-type]
+            additional_headers={"Cookie": self.cookie},
+            host="127.0.0.1",
+            port=self.port,
+            open_timeout=180,
+            max_size=None,
+            proxy=None,
+        )
+
+
+def open_as(port: int, session: str | None, path: str) -> httpx.Response:
+    """GET a UI's portal path as a browser's navigation, not following redirects."""
+    cookies = {"sessionid": session} if session else {}
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", cookies=cookies, timeout=30) as web:
+        return web.get(path, headers={"Sec-Fetch-Mode": "navigate"})
+
+
+def ui_host_for(port: int, session: str, cluster: Cluster, path: str) -> UIHost:
+    """Follow the portal's ticket redirect as a browser does; the UI host's cookie."""
+    answer = open_as(port, session, path)
+    assert answer.status_code == 302, answer.text[:500]
+    ticket = urlsplit(answer.headers["location"])
+    assert ticket.netloc == f"c{cluster.id}.ui.localhost:{port}"
+    ui = UIHost(port, cluster.id, "")
+    redeemed = ui.request("GET", f"{ticket.path}?{ticket.query}")
+    assert redeemed.status_code == 302 and redeemed.headers["location"] == path
+    name = settings.UI_COOKIE_NAME
+    ui.cookie = f"{name}={redeemed.cookies[name]}"
+    return ui
+
+
+def wait_until_up(ui: UIHost, path: str, seconds: float = 180) -> httpx.Response:
+    """The answer once the UI answers 200 (502 while the server starts)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = ui.request("GET", path)
+        if answer.status_code == 200 or time.monotonic() > deadline:
+            return answer
+        time.sleep(2)
+
+
+def execute(ui: UIHost, jupyter: str, kernel_id: str, code: str) -> dict:
+    """Run code in the kernel over its WebSocket (Jupyter's JSON protocol, as JupyterLab
+    speaks it without a subprotocol): the result's text/plain, or the error."""
+
+    async def run() -> dict:
+        session = uuid.uuid4().hex
+        path = f"{jupyter}api/kernels/{kernel_id}/channels?session_id={session}"
+        async with ui.websocket(path) as channels:
+            msg_id = uuid.uuid4().hex
+            await channels.send(
+                json.dumps(
+                    {
+                        "header": {
+                            "msg_id": msg_id,
+                            "username": "alice",
+                            "session": session,
+                            "msg_type": "execute_request",
+                            "version": "5.3",
+                        },
+                        "parent_header": {},
+                        "metadata": {},
+                        "channel": "shell",
+                        "content": {
+                            "code": code,
+                            "silent": False,
+                            "store_history": True,
+                            "user_expressions": {},
+                            "allow_stdin": False,
+                            "stop_on_error": True,
+                        },
+                    }
+                )
+            )
+            seen: dict = {}
+            async with asyncio.timeout(300):  # the session starts with the kernel: a while
+                while True:
+                    message = json.loads(await channels.recv())
+                    if message.get("parent_header", {}).get("msg_id") != msg_id:
+                        continue
+                    kind, content = message["msg_type"], message["content"]
+                    if kind == "execute_result":
+                        seen["result"] = content["data"]["text/plain"]
+                    elif kind == "error":
+                        seen["error"] = "\n".join(content["traceback"])[-3000:]
+                    elif kind == "execute_reply":
+                        seen["status"] = content["status"]
+                        return seen
+
+    return asyncio.run(run())
+
+
+NOTEBOOK = {
+    "type": "notebook",
+    "format": "json",
+    "content": {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "count",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": "spark.range(1000).count()",
+            }
+        ],
+    },
+}
+
+
+@pytest.mark.timeout(1800)  # a launch, a restart (up to 5 min each on the shared lab), a kernel
+def test_the_owner_runs_spark_in_a_notebook_that_outlives_a_stop_and_start(
+    dispatching, lab_cleanup, portal, alice, bob
+):
+    call_command("load_catalog", verbosity=0)
+    Quota.objects.update_or_create(user=alice, defaults=DEMO_QUOTA)
+    version = ProductVersion.objects.get(product__name="spark", version="4.3.0")
+    launched = services.launch(alice, version, "nb", {"notebook": True, "size": 1})
+    cluster = wait_for(launched.id, S.RUNNING, seconds=READY_SECONDS)
+    notebook = instance(cluster, "notebook")
+    assert notebook.disks == 1
+    assert_host_reaches(notebook.address.ip)
+    uis = {ui["name"]: ui["url"] for ui in access.web_uis(cluster)}
+    jupyter = uis["JupyterLab"]
+    assert jupyter == f"/clusters/{cluster.id}/ui/{notebook.hostname}/8888/"
+
+    # Others: bob gets 404 on the portal, an anonymous browser the sign-in page, and neither
+    # has a cookie for the UI host, which sends them away (HTTP) or refuses (WebSocket).
+    assert open_as(portal, session_of(bob), jupyter).status_code == 404
+    anonymous = open_as(portal, None, jupyter)
+    assert anonymous.status_code == 302 and "/login" in anonymous.headers["location"]
+    stranger = UIHost(portal, cluster.id, "")
+    assert stranger.request("GET", f"{jupyter}api/status").status_code == 403
+
+    ui = ui_host_for(portal, session_of(alice), cluster, jupyter)
+    lab = wait_until_up(ui, f"{jupyter}lab")
+    assert lab.status_code == 200 and "JupyterLab" in lab.text, lab.text[:1000]
+    saved = ui.request("PUT", f"{jupyter}api/contents/saved.ipynb", json=NOTEBOOK)
+    assert saved.status_code in (200, 201), saved.text[:1000]
+    session = ui.request(
+        "POST",
+        f"{jupyter}api/sessions",
+        json={"path": "saved.ipynb", "type": "notebook", "kernel": {"name": "python3"}},
+    )
+    assert session.status_code == 201, session.text[:1000]
+    kernel_id = session.json()["kernel"]["id"]
+
+    seen = execute(ui, jupyter, kernel_id, "spark.range(1000).count()")
+    assert seen == {"result": "1000", "status": "ok"}, seen
+    master = instance(cluster, "master")
+    status = ui.request("GET", f"/clusters/{cluster.id}/ui/{master.hostname}/8080/json/")
+    apps = [a["name"] for a in status.json()["activeapps"]]
+    assert f"notebook on {notebook.hostname}" in apps, status.json()
+
+    services.request_stop(cluster.id)
+    wait_for(cluster.id, S.STOPPED, seconds=180)
+    services.request_start(cluster.id)
+    wait_for(cluster.id, S.RUNNING, seconds=READY_SECONDS)
+    again = wait_until_up(ui, f"{jupyter}api/contents/saved.ipynb")
+    assert again.status_code == 200, again.text[:1000]
+    cells = again.json()["content"]["cells"]
+    assert [c["source"] for c in cells] == ["spark.range(1000).count()"]
