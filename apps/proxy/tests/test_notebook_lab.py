@@ -15,6 +15,7 @@ import httpx
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.urls import reverse
 from websockets.asyncio.client import connect
 
 from apps.accounts.models import Quota
@@ -167,6 +168,14 @@ def execute(ui: UIHost, jupyter: str, kernel_id: str, code: str) -> dict:
     return asyncio.run(run())
 
 
+def launch_with_notebook(owner) -> Cluster:
+    call_command("load_catalog", verbosity=0)
+    Quota.objects.update_or_create(user=owner, defaults=DEMO_QUOTA)
+    version = ProductVersion.objects.get(product__name="spark", version="4.3.0")
+    launched = services.launch(owner, version, "nb", {"notebook": True, "size": 1})
+    return wait_for(launched.id, S.RUNNING, seconds=READY_SECONDS)
+
+
 NOTEBOOK = {
     "type": "notebook",
     "format": "json",
@@ -192,11 +201,7 @@ NOTEBOOK = {
 def test_the_owner_runs_spark_in_a_notebook_that_outlives_a_stop_and_start(
     dispatching, lab_cleanup, portal, alice, bob
 ):
-    call_command("load_catalog", verbosity=0)
-    Quota.objects.update_or_create(user=alice, defaults=DEMO_QUOTA)
-    version = ProductVersion.objects.get(product__name="spark", version="4.3.0")
-    launched = services.launch(alice, version, "nb", {"notebook": True, "size": 1})
-    cluster = wait_for(launched.id, S.RUNNING, seconds=READY_SECONDS)
+    cluster = launch_with_notebook(alice)
     notebook = instance(cluster, "notebook")
     assert notebook.disks == 1
     assert_host_reaches(notebook.address.ip)
@@ -240,3 +245,29 @@ def test_the_owner_runs_spark_in_a_notebook_that_outlives_a_stop_and_start(
     assert again.status_code == 200, again.text[:1000]
     cells = again.json()["content"]["cells"]
     assert [c["source"] for c in cells] == ["spark.range(1000).count()"]
+
+
+@pytest.mark.timeout(1200)  # a launch (up to 5 min on the shared lab), then JupyterLab's load
+def test_jupyterlab_opens_from_the_cluster_page_in_chromium(
+    dispatching, lab_cleanup, portal, alice, browser
+):
+    cluster = launch_with_notebook(alice)
+    base = f"http://127.0.0.1:{portal}"
+    context = browser.new_context(base_url=base, viewport={"width": 1200, "height": 900})
+    context.add_cookies([{"name": "sessionid", "value": session_of(alice), "url": base}])
+    try:
+        page = context.new_page()
+        page.goto(reverse("web:cluster", args=[cluster.id]))
+        page.get_by_role("link", name="JupyterLab", exact=True).click()
+        # The portal checks the session and sends the browser to the cluster's own origin.
+        page.wait_for_url(f"http://c{cluster.id}.ui.localhost:{portal}/**", timeout=60_000)
+        deadline = time.monotonic() + 180
+        while "JupyterLab" not in page.title() and time.monotonic() < deadline:
+            time.sleep(3)  # 502 until Jupyter listens
+            page.reload()
+        # JupyterLab's own scripts build the launcher (its kernel spec listed) in the page.
+        card = page.locator(".jp-LauncherCard", has_text="PySpark").first
+        card.wait_for(timeout=180_000)
+        assert "PySpark 4.3.0" in card.inner_text()
+    finally:
+        context.close()
