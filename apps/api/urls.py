@@ -39,11 +39,11 @@ docs_csp = csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:
 LONG = "clusters/<str:username>/<str:product>/<str:version>/<int:pk>"
 
 urlpatterns = [
-    path("usage", UsageView.as_view(), name="usage"),
-    path("usage.csv", UsageCsvView.as_view(), name="usage-csv"),
     path("products/<str:product>/<str:version>", VersionView.as_view(), name="version"),
     path("quota", QuotaView.as_view(), name="quota"),
     path("states", StatesView.as_view(), name="states"),
+    path("usage", UsageView.as_view(), name="usage"),
+    path("usage.csv", UsageCsvView.as_view(), name="usage-csv"),
     path("clusters/<int:cluster_id>/jobs", ClusterJobsView.as_view(), name="cluster-jobs"),
     path(
         LONG,

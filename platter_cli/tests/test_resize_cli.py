@@ -45,9 +45,7 @@ def test_resize_asks_and_refusals_name_why(logged_in, demo_cluster):
 
 
 @pytest.mark.parametrize(("room", "code"), [(True, 0), (False, 1)])
-def test_resize_wait_exits_with_how_the_resize_ended(
-    logged_in, home, demo_cluster, room, code
-):
+def test_resize_wait_exits_with_how_the_resize_ended(logged_in, home, demo_cluster, room, code):
     command = [str(PLATTER), "resize", demo_cluster.name, "--workers", "2", "--wait"]
     waiting = subprocess.Popen(
         command, env=user_environment(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -492,15 +492,15 @@ PORTAL_URL = envstr("PLATTER_PORTAL_URL", "").rstrip("/")
 # Seconds to wait for a node's UI to accept the connection, and then for each read.
 PROXY_CONNECT_TIMEOUT = envint("PLATTER_PROXY_CONNECT_TIMEOUT", 5)
 PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
-# httpx logs every proxied request at INFO (static files included): the request log has them.
-LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
-
-# ---------------------------------------------------------------- directory sign-in (issue 20, 3)
 # WebSockets to a UI (Jupyter's kernels; apps/proxy/websocket.py): a message is at most this
 # many bytes either way (a notebook's plot is a few), and a connection that carries no message
 # either way for this many seconds is closed (JupyterLab opens it again when it needs it).
 PROXY_WS_MAX_MESSAGE_BYTES = envint("PLATTER_PROXY_WS_MAX_MESSAGE_BYTES", 16 * 1024 * 1024)
 PROXY_WS_IDLE_SECONDS = envint("PLATTER_PROXY_WS_IDLE_SECONDS", 900)
+# httpx logs every proxied request at INFO (static files included): the request log has them.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
+
+# ---------------------------------------------------------------- directory sign-in (issue 20, 3)
 # LDAP and OpenID Connect, each off until its PLATTER_LDAP_* / PLATTER_OIDC_* variables name a
 # server (portal/settings/directory.py reads them; README: "Sign in with your directory").
 # Their backends come after the local accounts' (and axes' lock-out check), so a local

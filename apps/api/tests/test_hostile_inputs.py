@@ -113,6 +113,7 @@ def send(raw, method: str, url: str, body, headers: dict):
 def test_no_hostile_value_gets_a_server_error(raw, world, method, path, operation):
     ids = {
         "id": world["cluster"],
+        "cluster_id": world["cluster"],
         "pk": world["cluster"],
         "username": "alice",
         "product": "demo",

@@ -44,6 +44,7 @@ def test_the_schema_documents_writing_operations():
 def test_a_staff_read_only_token_writes_nowhere(client, world, staff_read_only, method, path):
     ids = {
         "id": world["cluster"].id,
+        "cluster_id": world["cluster"].id,
         "pk": world["cluster"].id,
         "username": "alice",
         "product": "demo",

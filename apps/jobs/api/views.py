@@ -54,6 +54,8 @@ def refused(error: JobRefused) -> ApiError:
 def _properties(raw) -> dict[str, str]:
     if isinstance(raw, dict):
         return {str(k): str(v) for k, v in raw.items()}
+    if not isinstance(raw, list):  # JSON's true, 3 or "x": neither an object nor a list
+        raise JobRefused("properties is an object, or a list of key=value", "properties")
     pairs = {}
     for item in raw:
         key, sep, value = str(item).partition("=")
@@ -184,7 +186,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
             raise ApiError(503, "node_unavailable", str(error)) from None
         return Response(OutputsSerializer({"path": job.output_path, "files": found}).data)
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @extend_schema(
+        operation_id="jobs_output_file",
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+    )
     @action(detail=True, methods=["get"], url_path=r"outputs/(?P<name>.+)")
     def output(self, request: Request, pk: str, name: str) -> HttpResponseBase:
         """One file of the output (413 over JOB_RESULT_MAX_BYTES)."""
