@@ -4,7 +4,9 @@ then warn or stop as apps/clusters/idle.py rules (beat runs check_idle_clusters 
 The signals probed here (the UI proxy records its requests itself, as they happen):
 - a portal job queued or running on the cluster (apps.jobs);
 - a Spark or YARN application running: the master's own REST API, asked inside the container
-  (Spark master UI /json/ on 8080, YARN ResourceManager /ws/v1/cluster/apps on 8088);
+  (Spark master UI /json/ on 8080, YARN ResourceManager /ws/v1/cluster/apps on 8088), and a
+  busy notebook kernel (JupyterLab's /api/kernels on 8888; a notebook's own Spark application
+  is left out, as it lives as long as the kernel, idle or not);
 - an open connection from outside the cluster to a port an instance listens on: an ssh
   session, a cqlsh or MongoDB client, a browser through the proxy. Read from the kernel's
   /proc/net/tcp{,6} in each container; connections between the cluster's own members (gossip,
@@ -32,19 +34,43 @@ log = logging.getLogger(__name__)
 PROBE_TIMEOUT = 10  # seconds per exec
 ESTABLISHED, LISTEN = "01", "0A"
 
-# Listening port -> (URL path on it, what it counts, the signal's words).
-APP_PROBES = {
-    8080: ("/json/", "activeapps", "a Spark application running"),
-    8088: ("/ws/v1/cluster/apps?states=RUNNING,ACCEPTED", "apps.app", "a YARN application running"),
+# Listening port -> (URL path on it, where the items are in its JSON, which items count, the
+# signal's words). A notebook's own Spark application lives as long as its kernel, busy or not:
+# it is left out, and the notebook counts by its busy kernels instead.
+APP_PROBES: dict[int, tuple[str, str, tuple[str, str, bool] | None, str]] = {
+    8080: ("/json/", "activeapps", ("name", "notebook on ", True), "a Spark application running"),
+    8088: (
+        "/ws/v1/cluster/apps?states=RUNNING,ACCEPTED",
+        "apps.app",
+        None,
+        "a YARN application running",
+    ),
+    8888: (
+        "{root}/{host}/8888/api/kernels",
+        "",
+        ("execution_state", "busy", False),
+        "a busy notebook kernel",
+    ),
 }
-# Prints how many items the JSON at the URL holds under the dotted key (0 when none).
-APP_COUNT = (
-    "import json,sys,urllib.request as u\n"
-    "d=json.load(u.urlopen('http://127.0.0.1:%s%s',timeout=5))\n"
-    "for k in sys.argv[1].split('.'):\n"
-    "    d=(d or {}).get(k) or []\n"
-    "print(len(d))"
-)
+# Run inside the container: prints how many items of the JSON at the URL, under the dotted key,
+# count (FIELD starts with VALUE, or does not when NOT is 1; all when no FIELD).
+# argv: PORT PATH KEY FIELD VALUE NOT
+APP_COUNT = """import json, os, socket, sys, urllib.request as u
+port, path, key, field, value, negate = sys.argv[1:7]
+root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
+host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
+path = path.replace("{root}", root).replace("{host}", host)
+d = json.load(u.urlopen("http://127.0.0.1:" + port + path, timeout=5))
+for k in filter(None, key.split(".")):
+    d = (d or {}).get(k) or []
+print(sum(1 for i in d if not field or str(i.get(field, "")).startswith(value) != (negate == "1")))
+"""
+
+
+def app_count_argv(port: int) -> list[str]:
+    path, key, which, _ = APP_PROBES[port]
+    field, value, negate = which or ("", "", False)
+    return ["python3", "-c", APP_COUNT, str(port), path, key, field, value, "1" if negate else "0"]
 
 
 def check_idle_clusters(now: datetime | None = None) -> dict[str, list[int]]:
@@ -121,12 +147,9 @@ def _instance_signals(instance: Instance, members: set[str]) -> list[str]:
     listening, clients = connections(table, members)
     found = []
     for port in sorted(listening & APP_PROBES.keys()):
-        path, key, words = APP_PROBES[port]
-        code, out = client.exec(
-            container, ["python3", "-c", APP_COUNT % (port, path), key], PROBE_TIMEOUT
-        )
+        code, out = client.exec(container, app_count_argv(port), PROBE_TIMEOUT)
         if code == 0 and out.strip().isdigit() and int(out.strip()) > 0:
-            found.append(f"{words} on {instance.hostname}")
+            found.append(f"{APP_PROBES[port][3]} on {instance.hostname}")
     found += [f"{client_ip} connected to {instance.hostname}:{port}" for port, client_ip in clients]
     return found[:3]
 

@@ -144,3 +144,57 @@ def test_keep_running_resets_the_clock(running):
 def test_a_bad_limit_is_named(minutes, problem):
     with pytest.raises(rules.IdleLimitError, match=problem):
         rules.check_limit(minutes)
+
+
+@pytest.fixture
+def json_server():
+    """A tiny HTTP server on loopback answering each path with the JSON put in `pages`."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    pages: dict[str, object] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(pages.get(self.path, {})).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], pages
+    server.shutdown()
+
+
+def run_probe(port: int, real_port: int, **env: str) -> int:
+    """The probe as the container runs it (python3 -c), against the local server."""
+    import os
+    import subprocess
+
+    argv = idle.app_count_argv(port)
+    argv[3] = str(real_port)  # the server's port instead of the product's
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=30, check=True
+    )
+    return int(done.stdout)
+
+
+def test_the_application_probes_count_what_is_use(json_server):
+    port, pages = json_server
+    pages["/json/"] = {
+        "activeapps": [{"name": "wordcount"}, {"name": "notebook on notebook-0"}],
+    }
+    assert run_probe(8080, port) == 1  # the notebook's own session is judged by its kernels
+    pages["/ws/v1/cluster/apps?states=RUNNING,ACCEPTED"] = {"apps": None}
+    assert run_probe(8088, port) == 0
+    pages["/clusters/7/ui/notebook-0/8888/api/kernels"] = [
+        {"execution_state": "idle"},
+        {"execution_state": "busy"},
+    ]
+    env = {"PLATTER_WEB_UI_ROOT": "/clusters/7/ui", "PLATTER_HOSTNAME": "notebook-0"}
+    assert run_probe(8888, port, **env) == 1
