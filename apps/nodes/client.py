@@ -8,6 +8,7 @@ ssh:// transport breaks (BrokenPipeError).
 import codecs
 import io
 import logging
+import shlex
 import tarfile
 import threading
 import time
@@ -272,7 +273,8 @@ class NodeClient:
         """At most `limit` bytes of a file in the container from byte `offset` on (b"" when
         there are none, or no file yet): a growing log, read in parts."""
         part = f"{path}.part"
-        command = f"tail -c +{offset + 1} {path} 2>/dev/null | head -c {limit} >{part}"
+        where, into = shlex.quote(path), shlex.quote(part)
+        command = f"tail -c +{int(offset) + 1} {where} 2>/dev/null | head -c {int(limit)} >{into}"
         exec_id = self.start_exec(container, ["sh", "-c", command])
         deadline, pause = time.monotonic() + settings.NODE_API_TIMEOUT, 0.01
         while (code := self.exec_status(exec_id)) is None:

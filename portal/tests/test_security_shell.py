@@ -33,6 +33,17 @@ AUDITED_SCRIPTS = {
     ("workers/lifecycle.py", "wipe_node"): "cluster id from the database",
     # The folder kept is the cluster's own, cluster-<database id>.
     ("workers/lifecycle.py", "_prepare_node"): "cluster id from the database",
+    # A file of the job's own folder (named by the job's id), quoted; offset and limit are ints.
+    ("apps/nodes/client.py", "read_file"): "our own path, shlex-quoted; numbers",
+    # Jobs: the user's program and its arguments go after the script as "$@" (never parsed by
+    # the shell); the folder (by job id), the application id and the output path are
+    # shlex-quoted; the process group is a number read back from our own file.
+    ("apps/jobs/commands.py", "launcher"): "user argv as $@, our folder quoted",
+    ("apps/jobs/commands.py", "kill"): "application id quoted, our folder, a number",
+    ("apps/jobs/commands.py", "outputs"): "the output path shlex-quoted as one argument",
+    # Resize: addresses and hostnames from the database (ours), shlex-quoted or shlex.join-ed.
+    ("workers/resize.py", "_add_hosts"): "database addresses and hostnames, quoted",
+    ("workers/resize.py", "_set_excluded"): "database addresses and hostnames, shlex.join",
     # The bench's Hadoop commands: its own constants and numbers, run in its own cluster.
     ("bench/terasort.py", "hadoop"): "the bench's constants",
     ("bench/terasort.py", "hadoop_output"): "the bench's constants",
