@@ -6,6 +6,7 @@ node work to a worker (jobs.dispatch). The workers call `finish_destroy` once th
 are gone."""
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -97,6 +98,24 @@ def _lease_end(hours: float | None, start: datetime) -> datetime | None:
     return start + timedelta(hours=hours)
 
 
+def add_instances(cluster: Cluster, wanted: Iterable) -> None:
+    """The instance rows of a launch or of a resize's additions (unplaced, named role-index)."""
+    Instance.objects.bulk_create(
+        Instance(
+            cluster=cluster,
+            role=i.role,
+            index=i.index,
+            cores=i.cores,
+            memory_mb=i.memory_mb,
+            disks=i.disks,
+            disk_kind=i.disk_kind,
+            image=i.image,
+            hostname=f"{i.role}-{i.index}"[:63],
+        )
+        for i in wanted
+    )
+
+
 @transaction.atomic
 def create_cluster(
     owner,
@@ -129,20 +148,7 @@ def create_cluster(
             reuse_data_of=reuse_data_of,
         ),
     )
-    Instance.objects.bulk_create(
-        Instance(
-            cluster=cluster,
-            role=i.role,
-            index=i.index,
-            cores=i.cores,
-            memory_mb=i.memory_mb,
-            disks=i.disks,
-            disk_kind=i.disk_kind,
-            image=i.image,
-            hostname=f"{i.role}-{i.index}"[:63],
-        )
-        for i in instances
-    )
+    add_instances(cluster, instances)
     record_event(cluster.id, "queued")
     record(
         Action.CLUSTER_LAUNCH,
@@ -298,20 +304,7 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
     Cluster.objects.filter(id=cluster_id).update(resize_to=resize.target)
     if (options := pinned_options(cluster)) is not None:
         Cluster.objects.filter(id=cluster_id).update(options=options)
-    Instance.objects.bulk_create(
-        Instance(
-            cluster=cluster,
-            role=i.role,
-            index=i.index,
-            cores=i.cores,
-            memory_mb=i.memory_mb,
-            disks=i.disks,
-            disk_kind=i.disk_kind,
-            image=i.image,
-            hostname=f"{i.role}-{i.index}"[:63],
-        )
-        for i in resize.added
-    )
+    add_instances(cluster, resize.added)
     _audit(
         Action.CLUSTER_RESIZE,
         cluster_id,
