@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from apps.lab import devservers
+from apps.lab import devservers, place
 from portal.queues import worker_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -231,6 +231,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, _interrupt)
     if command == "faults":
         return faults(rest)
+    if command in ("run", "test", "lab"):
+        # Before any settings load: where this checkout's lab sits, chosen once (place.py).
+        place.ensure(devservers.STATE_DIR)
     if command == "lab":
         # The lab's inventory rows live in the database. After `lab up` it stays up with the
         # lab; any other lab command stops the servers it started (so `lab down` leaves none).

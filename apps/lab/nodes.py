@@ -5,28 +5,25 @@ differ run side by side (a test builds a tiny one next to the checkout's). The c
 comes from the settings (LabSpec.from_settings); everything else takes a spec.
 """
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.conf import settings
 
 from apps.inventory.models import Disk
+from apps.lab.place import DEFAULT as FIRST_PLACE
+from apps.lab.place import lab_key
 
 DOCKER_TLS_PORT = 2376
 SSH_PORT = 2222
 RUN_ROOT = Path("/run/platter")  # unix socket paths must stay under 108 bytes: short folders
 
 
-def short_id(path: Path) -> str:
-    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
-
-
 @dataclass(frozen=True)
 class LabSpec:
     home: Path  # state: certificates, disk images, the daemons' data roots
     key: str  # short id in link names and the /run folder; unique per lab on this machine
-    address_prefix: str = "127.0.1."
+    address_prefix: str = FIRST_PLACE.address_prefix
     nodes: int = 3
     ssh_node: bool = True
     disks_per_node: int = 6
@@ -35,7 +32,7 @@ class LabSpec:
     ssd_per_node: int = 2
     disk_bps_mb: int = 0
     data_root_mb: int = 32768  # each daemon's XFS data-root (a sparse file: used space only)
-    segments_subnet: str = "10.214.0.0/16"
+    segments_subnet: str = FIRST_PLACE.segments_subnet
     segments_per_slot: int = 8
     slots: int = 8  # portal slots (dev portal, parallel test runs) sharing the lab's segments
     products: tuple[str, ...] = field(default=())
@@ -45,7 +42,7 @@ class LabSpec:
         """The checkout's lab: under STATE_DIR, named after it (as labs always were)."""
         return cls(
             home=settings.STATE_DIR / "lab",
-            key=short_id(settings.STATE_DIR),
+            key=lab_key(settings.STATE_DIR),
             address_prefix=settings.LAB_ADDRESS_PREFIX,
             nodes=settings.LAB_NODES,
             ssh_node=settings.LAB_SSH_NODE,
@@ -62,7 +59,7 @@ class LabSpec:
     @classmethod
     def at(cls, home: Path, **fields) -> "LabSpec":
         """A lab of its own under `home` (e.g. a test's), named after that folder."""
-        return cls(home=home, key=short_id(home), **fields)
+        return cls(home=home, key=lab_key(home), **fields)
 
     def but(self, **fields) -> "LabSpec":
         return replace(self, **fields)

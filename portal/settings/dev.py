@@ -1,9 +1,10 @@
 """Development: works with no environment at all, against the project's own services."""
 
+from apps.lab.place import saved as saved_lab_place
 from portal.env import envbool, envint, envlist, envstr
 
 from .base import *  # noqa: F403
-from .base import INSTALLED_APPS
+from .base import INSTALLED_APPS, STATE_DIR
 
 # Development only: the lab of nodes on this machine, the demo logins (seed_demo), the fault
 # suite and `./platter` itself. Production (prod.py) never installs it.
@@ -17,14 +18,17 @@ LAB_DISK_FS = envstr("PLATTER_LAB_DISK_FS", "ext4")
 # The last disks of each lab node are labelled SSD so HDD/SSD choices can be tried.
 LAB_SSD_PER_NODE = envint("PLATTER_LAB_SSD_PER_NODE", 2)
 LAB_SSH_NODE = envbool("PLATTER_LAB_SSH_NODE", True)
-LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", "127.0.1.")
+# Where on this machine the lab sits: the place ./platter chose for this checkout, so a second
+# checkout's lab (CI's clone) never takes the first one's addresses (apps/lab/place.py).
+LAB_PLACE = saved_lab_place(STATE_DIR)
+LAB_ADDRESS_PREFIX = envstr("PLATTER_LAB_ADDRESS_PREFIX", LAB_PLACE.address_prefix)
 LAB_SUBNET = envstr("PLATTER_LAB_SUBNET", "10.213.0.0/24")
 # Which slice of LAB_SUBNET this portal's lab network hands out (0-7): test runs sharing the
 # lab use their own slice (see test.py), so their addresses never collide with the dev portal.
 LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
 # Cluster networks: a /24 per segment (one bridge each, standing for a site's VLAN), as many
 # per portal slot as clusters it may hold at once (see apps/lab/segments.py).
-LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", "10.214.0.0/16")
+LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", LAB_PLACE.segments_subnet)
 LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.

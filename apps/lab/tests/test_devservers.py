@@ -129,7 +129,8 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
     down` afterwards starts and stops the servers again and leaves nothing either."""
     from django.conf import settings
 
-    from apps.lab.nodes import LabSpec, short_id
+    from apps.lab.nodes import LabSpec
+    from apps.lab.place import lab_key
     from apps.lab.tests.machine import machine_holds
 
     state = scratch / ".local"
@@ -153,7 +154,7 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
         PLATTER_LAB_SEGMENTS_SUBNET=f"10.{220 + slot}.0.0/16",
         PLATTER_LAB_SEGMENTS_PER_SLOT="1",
     )
-    spec = LabSpec(home=state / "lab", key=short_id(state))
+    spec = LabSpec(home=state / "lab", key=lab_key(state))
     mark = f"PLATTER_STATE_DIR={state}"
     ports = (web, postgres, redis)
     cli = [sys.executable, "-m", "apps.lab.cli"]

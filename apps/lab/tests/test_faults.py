@@ -13,7 +13,8 @@ import pytest
 from django.conf import settings
 
 from apps.lab import devservers
-from apps.lab.nodes import LabSpec, short_id
+from apps.lab.nodes import LabSpec
+from apps.lab.place import lab_key
 from apps.lab.tests.machine import machine_holds
 
 pytestmark = pytest.mark.lab
@@ -50,4 +51,4 @@ def test_every_fault_ends_settled_with_nothing_leaked(tmp_path):
     assert run.returncode == 0, output[-4000:]
     # The suite's own portal and lab are gone: no daemon, mount, loop device or link.
     state = devservers.STATE_DIR / "faults"
-    assert machine_holds(LabSpec(home=state / "lab", key=short_id(state))) == []
+    assert machine_holds(LabSpec(home=state / "lab", key=lab_key(state))) == []
