@@ -66,11 +66,11 @@ def choose(own_key: str, routes: list[tuple[str, str]], listening: set[str]) -> 
     own_links = f"pl{own_key[:6]}"
     places = [Place.number(index) for index in range(PLACES)]
     for place in places:
-        subnet = ipaddress.ip_network(place.segments_subnet)
+        subnet = ipaddress.IPv4Network(place.segments_subnet)
         if any(link.startswith(own_links) and _overlaps(route, subnet) for route, link in routes):
             return place
     for place in places:
-        subnet = ipaddress.ip_network(place.segments_subnet)
+        subnet = ipaddress.IPv4Network(place.segments_subnet)
         routed = any(_overlaps(route, subnet) for route, _ in routes)
         heard = any(address.startswith(place.address_prefix) for address in listening)
         if not routed and not heard:
