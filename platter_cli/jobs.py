@@ -53,7 +53,10 @@ def _upload(path: str, field: str) -> tuple[str, tuple[str, bytes]]:
 @click.option("--py-files", multiple=True, metavar="FILE", help="A Python module (pyspark).")
 @click.option("--files", multiple=True, metavar="FILE", help="A file for the job's folder.")
 @click.option("--conf", multiple=True, metavar="KEY=VALUE", help="A Spark property (or -D).")
-@click.option("--output", help="The job's result folder, relative to its own folder.")
+@click.option(
+    "--output",
+    help="The job's result folder, relative to its own folder; or hdfs:///… (MapReduce).",
+)
 @click.option("--wait", is_flag=True, help="Stream the log; exit 0 only if the job succeeds.")
 @with_json
 def submit(
@@ -83,8 +86,8 @@ def submit(
     uploads = [_upload(p, "py_files") for p in py_files] + [_upload(p, "files") for p in files]
     if Path(main).is_file():
         uploads.insert(0, _upload(main, "main"))
-    elif main.startswith("/"):
-        data["main"] = main  # in the container
+    elif main.startswith(("/", "hdfs:")):
+        data["main"] = main  # in the container, or in the cluster's HDFS
     else:
         raise CliError(f"PROGRAM: no such file {main}", ExitCode.USAGE)
     job = client.request("POST", f"clusters/{ident}/jobs", data=data, files=uploads)

@@ -23,8 +23,20 @@ def folder(job: Job) -> str:
     return FOLDER.format(job.id)
 
 
+# A MapReduce job's jar taken from HDFS is copied into the job's folder first (`hadoop jar`
+# reads only local jars), inside the job's session so a cancel stops the copy too. The URI and
+# the local name come as "$1" and "$2", never parsed by the shell.
+FETCH_FROM_HDFS = (
+    'mkdir -p "$(dirname "$2")" && hdfs dfs -get -f "$1" "$2" '
+    '|| { echo "[platter] could not copy $1 from HDFS" >&2; exit 1; }; shift 2; exec "$@"'
+)
+
+
 def _local(job: Job, name: str) -> str:
-    """An uploaded file's path in the container; a path already absolute stays as it is."""
+    """An uploaded file's path in the container; a path already absolute stays as it is, and
+    a file in HDFS is where FETCH_FROM_HDFS puts it."""
+    if name.startswith("hdfs:"):
+        return f"{folder(job)}/hdfs/{name.rsplit('/', 1)[-1]}"
     return name if name.startswith("/") else f"{folder(job)}/{name}"
 
 
@@ -56,7 +68,11 @@ def launcher(job: Job) -> list[str]:
     output to .log; its exit code is the program's."""
     where = folder(job)
     inner = f'echo $$ >{PID}; exec "$@"'
-    run = shlex.join(["setsid", "-w", "sh", "-c", inner, "platter-job", *program(job)])
+    argv = program(job)
+    if job.main.startswith("hdfs:"):
+        fetch = [job.main, _local(job, job.main)]
+        argv = ["sh", "-c", FETCH_FROM_HDFS, "platter-fetch", *fetch, *argv]
+    run = shlex.join(["setsid", "-w", "sh", "-c", inner, "platter-job", *argv])
     return ["sh", "-c", f"cd {shlex.quote(where)} && exec {run} >{LOG} 2>&1"]
 
 
@@ -85,6 +101,11 @@ def kill(job: Job, grace_seconds: int = 10) -> list[str]:
         f"done; env kill -s KILL -- {group} 2>/dev/null; true"
     )
     return ["sh", "-c", f"cd {shlex.quote(folder(job))} && {'; '.join(steps)}"]
+
+
+def hdfs_outputs(job: Job) -> list[str]:
+    """Lists the output folder in HDFS, recursively (hdfs dfs -ls -R; no shell)."""
+    return ["hdfs", "dfs", "-ls", "-R", job.output_path]
 
 
 def outputs(job: Job) -> list[str]:

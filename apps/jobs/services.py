@@ -30,6 +30,8 @@ KINDS_OF_PRODUCT = {"spark": (K.PYSPARK, K.SPARK_JAR), "hadoop": (K.MAPREDUCE,)}
 FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 PROPERTY = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 OUTPUT_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}$")
+# A file or folder in the cluster's own HDFS (no authority: never another cluster's NameNode).
+HDFS_PATH = re.compile(r"^hdfs:///[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}$")
 MAX_ARGS = 200
 MAX_ARG_CHARS = 4096
 
@@ -127,8 +129,10 @@ def _check_request(asked: JobRequest) -> None:
     main = mains[0].name if mains else asked.main
     if not main:
         raise JobRefused("upload the main file, or name one in the container", "main")
-    if not mains and not main.startswith("/"):
-        raise JobRefused(f"{main!r}: upload it, or give an absolute path", "main")
+    if not mains and in_hdfs(main):
+        _check_hdfs_path(asked.kind, main, "main")
+    elif not mains and not main.startswith("/"):
+        raise JobRefused(f"{main!r}: upload it, give an absolute path or an hdfs:/// one", "main")
     suffix = ".py" if asked.kind == K.PYSPARK else ".jar"
     if not main.endswith(suffix):
         raise JobRefused(f"a {asked.kind} job's main file ends with {suffix}", "main")
@@ -142,8 +146,30 @@ def _check_request(asked: JobRequest) -> None:
         if not PROPERTY.match(key) or "\n" in str(value) or "\x00" in str(value):
             raise JobRefused(f"property {key!r}: a name like spark.executor.memory", "properties")
     out = asked.output_path
-    if out and (not OUTPUT_PATH.match(out) or ".." in out.split("/")):
-        raise JobRefused(f"output path {out!r}: a relative path within the job's folder", "output")
+    if out and in_hdfs(out):
+        _check_hdfs_path(asked.kind, out, "output")
+    elif out and (not OUTPUT_PATH.match(out) or ".." in out.split("/")):
+        raise JobRefused(
+            f"output path {out!r}: a relative path within the job's folder, or an hdfs:/// one",
+            "output",
+        )
+
+
+def in_hdfs(path: str) -> bool:
+    return path.startswith("hdfs:")
+
+
+def _check_hdfs_path(kind: str, path: str, field: str) -> None:
+    """HDFS is the Hadoop product's: a MapReduce job reads its jar from it and writes its
+    output to it; Spark clusters here have none."""
+    if kind != K.MAPREDUCE:
+        raise JobRefused(f"{path!r}: only Hadoop clusters have HDFS; upload the file", field)
+    if not HDFS_PATH.match(path) or ".." in path.split("/"):
+        raise JobRefused(
+            f"{path!r}: an absolute path in the cluster's own HDFS, like hdfs:///user/me/out "
+            "(letters, digits, '.', '_', '-' and '/')",
+            field,
+        )
 
 
 def submit(user: Any, cluster: Cluster, asked: JobRequest, *, actor: Actor = None) -> Job:

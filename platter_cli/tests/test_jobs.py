@@ -61,7 +61,7 @@ def test_submit_wait_streams_the_log_and_exits_with_the_jobs_end(
 
 def test_ls_show_logs_and_kill(logged_in, alice):
     cluster = make_cluster(alice, "hadoop")
-    examples = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
+    examples = "/opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-3.4.2.jar"
     ran = logged_in(
         "jobs", "submit", "mapreduce", str(cluster.id), examples, "--class", "pi", "--", "2", "10"
     )

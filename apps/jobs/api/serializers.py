@@ -54,7 +54,8 @@ class JobSubmitSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Job.Kind.choices)
     main = serializers.FileField(
         help_text="the program (.py or .jar); or, as text, an absolute path in the master "
-        "container, e.g. /opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
+        "container, e.g. /opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-3.4.2.jar, "
+        "or, for MapReduce, a jar in the cluster's HDFS (hdfs:///user/me/app.jar)"
     )
     main_class = serializers.CharField(required=False, help_text="spark-jar: required")
     args = serializers.ListField(child=serializers.CharField(), required=False)
@@ -66,7 +67,9 @@ class JobSubmitSerializer(serializers.Serializer):
         child=serializers.CharField(), required=False, help_text="key=value (Spark --conf)"
     )
     output = serializers.CharField(
-        required=False, help_text="the result's folder, relative to the job's folder"
+        required=False,
+        help_text="the result's folder: relative to the job's folder, or, for MapReduce, in the "
+        "cluster's HDFS (hdfs:///user/me/out)",
     )
 
 

@@ -56,7 +56,7 @@ def test_it_submits_with_files_args_and_properties(job, api):
 def test_a_json_submit_names_a_file_in_the_container(alice, hadoop, api):
     body = {
         "kind": "mapreduce",
-        "main": "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar",
+        "main": "/opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-3.4.2.jar",
         "main_class": "wordcount",
         "args": ["/in", "/out"],
         "properties": {"mapreduce.job.reduces": "1"},

@@ -137,3 +137,49 @@ ACTIVE = (
     "page = json.load(urllib.request.urlopen(f'http://{host}:8080/json/', timeout=10)); "
     "print([a['id'] for a in page['activeapps']])"
 )
+
+
+EXAMPLES = "/opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-3.4.2.jar"
+
+
+@pytest.mark.timeout(1200)  # a launch (up to 5 min on the shared lab), then a MapReduce job
+def test_a_mapreduce_wordcount_reads_and_writes_hdfs_through_the_api(
+    dispatching, lab_cleanup, alice
+):
+    """The jar and the input in the cluster's HDFS, the output written there: the job runs on
+    YARN and the API lists and downloads the counts from HDFS."""
+    cluster = launch_default(alice, "hadoop", "hadoop-jobs")
+    master = instance(cluster, "master")
+    put = (
+        "hdfs dfs -mkdir -p /jars /in && hdfs dfs -put -f "
+        f"{EXAMPLES} /jars/wc.jar && printf '%s' \"$0\" | hdfs dfs -put -f - /in/words.txt"
+    )
+    code, said = attempt(master, "sh", "-c", put, WORDS.decode())
+    assert code == 0, said
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(alice, 'jobs').secret}")
+    asked = {
+        "kind": "mapreduce",
+        "main": "hdfs:///jars/wc.jar",
+        "main_class": "wordcount",
+        "args": ["hdfs:///in", "hdfs:///out/wc"],
+        "output": "hdfs:///out/wc",
+    }
+    answer = api.post(f"/api/v1/clusters/{cluster.id}/jobs", asked, format="multipart")
+    assert answer.status_code == 202, answer.json()
+    shown = until(api, answer.json()["id"], ended)
+    log = api.get(f"/api/v1/jobs/{shown['id']}/log").content.decode()
+    assert shown["state"] == "succeeded", log[-3000:]
+    assert shown["application_id"].startswith("application_"), log[-3000:]
+    listed = api.get(f"/api/v1/jobs/{shown['id']}/outputs").json()
+    names = [f["name"] for f in listed["files"]]
+    assert "_SUCCESS" in names and "part-r-00000" in names, listed
+    counts = api.get(f"/api/v1/jobs/{shown['id']}/outputs/part-r-00000").content.decode()
+    assert dict(line.split("\t") for line in counts.splitlines()) == {
+        "hadoop": "2",
+        "platter": "1",
+        "spark": "3",
+    }
+    missing = api.get(f"/api/v1/jobs/{shown['id']}/outputs/nope")
+    assert missing.status_code == 404 and "no file nope" in missing.json()["detail"]
+    destroy_and_check(cluster)

@@ -1,9 +1,11 @@
 """The worker's runner over fake nodes: files in, output into the log, the application id,
 the state from the exit code; and the commands it runs."""
 
+import subprocess
+
 import pytest
 
-from apps.jobs import commands, services
+from apps.jobs import commands, results, services
 from apps.jobs.models import Job, JobFile
 from apps.jobs.services import JobRequest, Upload
 from apps.nodes.fake import FakeContainer, FakeNodes
@@ -110,3 +112,54 @@ def test_the_commands_of_each_kind(alice, spark, hadoop):
     assert commands.application_id("Submitted application application_17_0002\n") == (
         "application_17_0002"
     )
+
+
+def test_a_jar_in_hdfs_is_copied_into_the_jobs_folder_first(alice, hadoop, tmp_path):
+    """The launcher's copy step, run by a real sh with a stand-in `hdfs` on the PATH: the jar
+    lands where `hadoop jar` is told to read it, and a failed copy ends the job, saying so."""
+    mr = services.submit(
+        alice,
+        hadoop,
+        JobRequest(kind="mapreduce", main="hdfs:///jars/wc.jar", main_class="wordcount"),
+    )
+    local = f"{commands.folder(mr)}/hdfs/wc.jar"
+    assert commands.program(mr)[:3] == ["hadoop", "jar", local]
+    script = commands.launcher(mr)[-1]
+    assert commands.FETCH_FROM_HDFS in script  # the user's URI is an argument, not script
+    fetch = ["sh", "-c", commands.FETCH_FROM_HDFS, "platter-fetch"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hdfs").write_text('#!/bin/sh\n[ "$4" = hdfs:///jars/wc.jar ] && echo jar > "$5"\n')
+    (bin_dir / "hdfs").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    target = tmp_path / "job" / "hdfs" / "wc.jar"
+    ran = subprocess.run(
+        [*fetch, "hdfs:///jars/wc.jar", str(target), "cat", str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert (ran.returncode, ran.stdout) == (0, "jar\n")
+    missing = subprocess.run(
+        [*fetch, "hdfs:///jars/none.jar", str(tmp_path / "x.jar"), "echo", "ran"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1 and "ran" not in missing.stdout
+    assert "could not copy hdfs:///jars/none.jar from HDFS" in missing.stderr
+
+
+def test_an_hdfs_listing_gives_the_outputs_files_relative_to_the_output_path():
+    listing = (
+        "2026-11-26 00:40:01,123 WARN util.NativeCodeLoader: Unable to load native-hadoop\n"
+        "-rw-r--r--   2 root supergroup          0 2026-11-26 00:40 hdfs://c7-master-0:8020"
+        "/out/wc/_SUCCESS\n"
+        "drwxr-xr-x   - root supergroup          0 2026-11-26 00:40 /out/wc/logs\n"
+        "-rw-r--r--   2 root supergroup         42 2026-11-26 00:40 /out/wc/part r 00000\n"
+        "-rw-r--r--   2 root supergroup          7 2026-11-26 00:40 /out/wcx/elsewhere\n"
+    )
+    assert results.hdfs_files("hdfs:///out/wc/", listing) == [
+        results.OutputFile("_SUCCESS", 0),
+        results.OutputFile("part r 00000", 42),
+    ]

@@ -66,10 +66,12 @@ def test_it_refuses_a_kind_the_product_does_not_run(alice, hadoop, spark):
     [
         (JobRequest(kind="pig"), "unknown kind 'pig'"),
         (JobRequest(kind="pyspark"), "upload the main file"),
-        (JobRequest(kind="pyspark", main="app.py"), "upload it, or give an absolute path"),
+        (JobRequest(kind="pyspark", main="app.py"), "upload it, give an absolute path"),
         (JobRequest(kind="spark-jar", main="/x.py"), "ends with .jar"),
         (JobRequest(kind="spark-jar", main="/x.jar"), "names its main class"),
         (pyspark(output_path="../etc"), "a relative path within the job's folder"),
+        (pyspark(output_path="hdfs:///out"), "only Hadoop clusters have HDFS"),
+        (JobRequest(kind="pyspark", main="hdfs:///app.py"), "only Hadoop clusters have HDFS"),
         (pyspark(properties={"a b": "1"}), "property 'a b'"),
         (
             JobRequest(kind="pyspark", uploads=[MAIN, Upload("file", "../x", b"")]),
@@ -163,3 +165,32 @@ def test_the_log_keeps_its_last_characters_and_counts_those_dropped(alice, spark
     assert (part.text, part.next, part.dropped) == ("6789abcdef", 16, 4)
     assert services.log_since(job, 14).text == "ef"
     assert services.log_since(job, 16).text == ""
+
+
+@pytest.mark.parametrize(
+    ("main", "output", "words"),
+    [
+        # An authority would name a NameNode: another cluster's, perhaps.
+        ("hdfs://10.214.5.10:8020/wc.jar", "", "the cluster's own HDFS"),
+        ("hdfs:///jars/../../wc.jar", "", "the cluster's own HDFS"),
+        ("hdfs:///jars/wc.jar", "hdfs:///out/$(id)", "the cluster's own HDFS"),
+        ("hdfs:wc.jar", "", "the cluster's own HDFS"),
+    ],
+)
+def test_hdfs_paths_name_the_clusters_own_hdfs(alice, hadoop, main, output, words):
+    asked = JobRequest(kind="mapreduce", main=main, main_class="wordcount", output_path=output)
+    with pytest.raises(JobRefused, match=words) as refused:
+        services.submit(alice, hadoop, asked)
+    assert refused.value.field in ("main", "output")
+
+
+def test_a_mapreduce_job_takes_its_jar_from_hdfs_and_writes_its_output_there(alice, hadoop):
+    asked = JobRequest(
+        kind="mapreduce",
+        main="hdfs:///user/alice/wc.jar",
+        main_class="wordcount",
+        args=["hdfs:///in", "hdfs:///out/wc"],
+        output_path="hdfs:///out/wc",
+    )
+    job = services.submit(alice, hadoop, asked)
+    assert (job.main, job.output_path) == ("hdfs:///user/alice/wc.jar", "hdfs:///out/wc")
