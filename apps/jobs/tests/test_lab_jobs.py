@@ -181,5 +181,5 @@ def test_a_mapreduce_wordcount_reads_and_writes_hdfs_through_the_api(
         "spark": "3",
     }
     missing = api.get(f"/api/v1/jobs/{shown['id']}/outputs/nope")
-    assert missing.status_code == 404 and "no file nope" in missing.json()["detail"]
+    assert missing.status_code == 404 and "no file nope" in missing.json()["message"]
     destroy_and_check(cluster)
