@@ -40,6 +40,8 @@ TASK_QUEUES = {
     "platter.sync_ssh_keys": SSH_KEYS,  # an exec per live cluster of the user
     "platter.bench_disks": NODES,
     "platter.run_job": JOBS,  # as long as the user's job runs
+    "platter.follow_job": JOBS,  # a running job whose follower was lost, to its end
+    "platter.adopt_jobs": PERIODIC,
     "platter.reconcile": PERIODIC,
     "platter.expire_leases": PERIODIC,
     "platter.admit_queued": PERIODIC,

@@ -120,3 +120,19 @@ def run_job(job_id: int) -> str:
     from .jobs import run_job as run
 
     return run(job_id)
+
+
+@shared_task(name="platter.follow_job")
+def follow_job(job_id: int, lease: str) -> str:
+    """Follow a running job whose follower was lost, from where it stopped, to its end."""
+    from .jobs import resume_job
+
+    return resume_job(job_id, lease)
+
+
+@shared_task(name="platter.adopt_jobs")
+def adopt_jobs() -> list[int]:
+    """Hand running jobs whose follower stopped beating to new followers; run by beat."""
+    from apps.jobs.services import adopt_lost_jobs
+
+    return adopt_lost_jobs()

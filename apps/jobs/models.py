@@ -45,10 +45,25 @@ class Job(models.Model):
     # characters dropped before them, so a follower's position stays valid.
     log = models.TextField(blank=True, default="")
     log_start = models.BigIntegerField(default=0)
+    # What a follower needs to go on where a lost one stopped (workers/jobs.py): the detached
+    # exec running the program, how many bytes of its .log file are already in `log`, and the
+    # follower's heartbeat, written on every poll. The heartbeat is also the follower's lease:
+    # every write is conditional on it, so a follower taken over stops at its next write.
+    exec_id = models.CharField(max_length=128, blank=True)
+    log_offset = models.BigIntegerField(default=0)
+    followed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-submitted", "-id"]
-        indexes = [models.Index(fields=["cluster", "state"], name="job_cluster_state")]
+        indexes = [
+            models.Index(fields=["cluster", "state"], name="job_cluster_state"),
+            # Beat's pass for running jobs whose follower stopped beating.
+            models.Index(
+                fields=["followed_at"],
+                condition=models.Q(state="running"),
+                name="job_running_followed",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.id} ({self.kind}, {self.state})"

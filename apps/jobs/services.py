@@ -6,12 +6,15 @@ never both win.
     queued -> killed (cancelled before it ran) | failed (its cluster stopped or failed)
 """
 
+import logging
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
@@ -22,7 +25,9 @@ from apps.clusters.states import State
 
 from .models import ENDED, LIVE, Job, JobFile
 
+log = logging.getLogger(__name__)
 RUN = "platter.run_job"
+FOLLOW = "platter.follow_job"  # goes on following a running job whose follower was lost
 K = Job.Kind
 J = Job.State
 # Which product runs which kinds (the product's name in the catalog).
@@ -254,12 +259,15 @@ def end_live_jobs(cluster_id: int, reason: str) -> int:
     )
 
 
-def start(job_id: int) -> bool:
-    """queued -> running; False when the job was cancelled or ended meanwhile."""
+def start(job_id: int) -> datetime | None:
+    """queued -> running, with the first heartbeat of its follower; returns that instant (the
+    job's `started`, and the follower's lease: see followed), or None when the job was
+    cancelled or ended meanwhile."""
+    now = timezone.now()
     moved = Job.objects.filter(id=job_id, state=J.QUEUED).update(
-        state=J.RUNNING, started=timezone.now()
+        state=J.RUNNING, started=now, followed_at=now
     )
-    return moved == 1
+    return now if moved == 1 else None
 
 
 def finish(job_id: int, state: str, exit_code: int | None, reason: str = "") -> bool:
@@ -289,6 +297,94 @@ def append_log(job_id: int, text: str) -> None:
 
 def set_application_id(job_id: int, application_id: str) -> None:
     Job.objects.filter(id=job_id, application_id="").update(application_id=application_id)
+
+
+# ------------------------------------------------------------------ following a running job
+# The worker that started a job follows it (workers/jobs.py), writing a heartbeat on every
+# poll. The heartbeat is its lease: each of its writes holds only while followed_at is still
+# the instant it wrote last. A worker that dies leaves the job with a stale heartbeat; beat's
+# adopt_lost_jobs claims such a job (a conditional UPDATE of followed_at, the new lease) and
+# hands it to another follower, which goes on from the exec and the .log offset on the row. A
+# follower that was only slow finds its lease taken at its next write and stops there.
+
+
+def record_exec(job_id: int, exec_id: str, lease: datetime) -> bool:
+    """Note the exec running the job's program, for a follower that takes over; False when
+    the lease was lost meanwhile."""
+    return Job.objects.filter(id=job_id, followed_at=lease).update(exec_id=exec_id) == 1
+
+
+def followed(
+    job_id: int, lease: datetime, text: str = "", offset: int | None = None
+) -> datetime | None:
+    """A poll of the job's follower: its heartbeat, with the output read since the last one
+    appended to the log (as append_log) and the byte offset in the .log file that output ends
+    at, all in one statement: a follower lost between two polls leaves no line twice and none
+    missing. Returns the new lease, or None when another follower holds the job now (nothing
+    is written then)."""
+    now = timezone.now()
+    if not text:  # the log (up to a megabyte) is rewritten only when it grows
+        moved = {} if offset is None else {"log_offset": offset}
+        held = Job.objects.filter(id=job_id, followed_at=lease).update(followed_at=now, **moved)
+        return now if held == 1 else None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE jobs_job SET
+                 followed_at = %(now)s,
+                 log_offset = COALESCE(%(offset)s, log_offset),
+                 log_start = log_start + GREATEST(0, length(log) + length(%(text)s) - %(cap)s),
+                 log = right(log || %(text)s, %(cap)s)
+               WHERE id = %(job)s AND followed_at = %(lease)s""",
+            {
+                "now": now,
+                "offset": offset,
+                "text": text,
+                "cap": settings.JOB_LOG_MAX_CHARS,
+                "job": job_id,
+                "lease": lease,
+            },
+        )
+        return now if cursor.rowcount == 1 else None
+
+
+def _lost(cutoff: datetime) -> Q:
+    """Running, and its follower's last heartbeat is older than the cutoff (none: a job
+    started before followers beat, by a worker long gone)."""
+    return Q(state=J.RUNNING) & (
+        Q(followed_at__lt=cutoff) | Q(followed_at__isnull=True, started__lt=cutoff)
+    )
+
+
+def lost_jobs(cutoff: datetime) -> list[int]:
+    return list(Job.objects.filter(_lost(cutoff)).order_by("id").values_list("id", flat=True))
+
+
+def claim(job_id: int, cutoff: datetime) -> datetime | None:
+    """Take a lost job for a new follower: the lease, or None when the job is no longer lost
+    (its follower beat, another pass claimed it, it ended). Postgres re-checks the condition
+    on the row another UPDATE just changed, so of two claims at once one wins."""
+    now = timezone.now()
+    moved = Job.objects.filter(_lost(cutoff), id=job_id).update(followed_at=now)
+    return now if moved == 1 else None
+
+
+def adopt_lost_jobs(older_than: float | None = None) -> list[int]:
+    """Beat's pass: each running job whose follower has not beaten for
+    JOB_FOLLOWER_LOST_SECONDS (its worker died or was restarted) is claimed and handed to a
+    new follower (FOLLOW, with the lease). Returns the ids handed out."""
+    seconds = settings.JOB_FOLLOWER_LOST_SECONDS if older_than is None else older_than
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    adopted = []
+    for job_id in lost_jobs(cutoff):
+        lease = claim(job_id, cutoff)
+        if lease is None:
+            continue
+        log.warning(
+            "job %s: no heartbeat for over %.0f s; another worker follows it", job_id, seconds
+        )
+        tasks.dispatch(FOLLOW, job_id, lease.isoformat())
+        adopted.append(job_id)
+    return adopted
 
 
 @dataclass

@@ -12,7 +12,7 @@ from apps.accounts.requests import signed_in_user
 from apps.clusters.models import Cluster
 from apps.nodes import NodeError
 
-from . import results, services
+from . import results, services, ui
 from .models import Job, JobFile
 from .services import JobRefused, JobRequest, Upload
 
@@ -110,6 +110,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job(request, job_id)
     part = services.log_since(job, 0)
     context = {"job": job, "log": part.text, "next": part.next, "dropped": part.dropped}
+    context["application_url"] = ui.application_url(job)
     if job.output_path and job.done and job.cluster.state == Cluster.State.RUNNING:
         try:
             context["outputs"] = results.list_outputs(job)
@@ -125,7 +126,8 @@ def job_log(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job(request, job_id)
     since = request.GET.get("since", "0")
     part = services.log_since(job, int(since) if since.isdigit() else 0)
-    return render(request, "jobs/log_part.html", {"job": job, "part": part})
+    context = {"job": job, "part": part, "application_url": ui.application_url(job)}
+    return render(request, "jobs/log_part.html", context)
 
 
 @login_required

@@ -49,10 +49,11 @@ class FakeNodes:
         self.exec_results: dict[str, tuple[int, str]] = {}
         # Files written by put_files: (node, path) -> content. A started exec ends at once
         # with program's exit code, having written program's output to the file read_file
-        # reads (any path ending in ".log").
+        # reads (any path ending in ".log"); an exit code of None: it is still running, and
+        # has written that much so far.
         self.files: dict[tuple[str, str], bytes] = {}
         self.started: list[list[str]] = []
-        self.program: tuple[int, bytes] = (0, b"")
+        self.program: tuple[int | None, bytes] = (0, b"")
         # Called while a helper container runs (it is listed on its node meanwhile), e.g. a
         # reconcile pass in the middle of a long wipe.
         self.during_helper: Callable[[], object] | None = None

@@ -532,6 +532,16 @@ JOB_LOG_MAX_CHARS = envint("PLATTER_JOB_LOG_MAX_CHARS", 1024 * 1024)
 JOB_RESULT_MAX_BYTES = envint("PLATTER_JOB_RESULT_MAX_BYTES", 16 * 1024 * 1024)
 JOB_POLL_SECONDS = float(envint("PLATTER_JOB_POLL_MS", 500)) / 1000
 JOB_MAX_SECONDS = envint("PLATTER_JOB_MAX_SECONDS", 24 * 3600)
+# A job's follower writes a heartbeat every poll; a running job without one for this long lost
+# its worker (died, restarted), and beat's adopt-jobs pass hands it to another, which goes on
+# where it stopped. Above a node call's worst case (NODE_API_TIMEOUT x NODE_API_RETRIES), so
+# a follower waiting on a slow node is not taken over (if it were, it stops: no line twice).
+JOB_FOLLOWER_LOST_SECONDS = envint("PLATTER_JOB_FOLLOWER_LOST_SECONDS", 120)
+CELERY_BEAT_SCHEDULE["adopt-jobs"] = {
+    "task": "platter.adopt_jobs",
+    "schedule": 30.0,
+    "options": {"expires": 30.0},  # as every beat entry (set above, before this section)
+}
 
 # ---------------------------------------------------------------- streams (issue 29, item 2)
 # Log follows and proxied web UI responses stream on the web process's event loop (ASGI,

@@ -1,6 +1,13 @@
+from typing import Any, cast
+
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.clusters import access, logs
+from apps.clusters.models import Cluster
+
+from .. import ui
 from ..models import Job
 
 
@@ -10,6 +17,7 @@ class JobSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name")
     owner = serializers.CharField(source="owner.username")
     duration = serializers.FloatField(allow_null=True, help_text="seconds, running or ended")
+    application_url = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -31,6 +39,7 @@ class JobSerializer(serializers.ModelSerializer):
             "state",
             "exit_code",
             "application_id",
+            "application_url",
             "reason",
             "cancel_requested",
             "submitted",
@@ -44,6 +53,24 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_log_url(self, job: Job) -> str:
         return self.context["request"].build_absolute_uri(reverse("api:job-log", args=[job.id]))
+
+    @extend_schema_field(
+        serializers.URLField(
+            allow_null=True,
+            help_text="the application's page in the cluster's own web UI (YARN's "
+            "ResourceManager, the Spark master), through the portal's web UI proxy; null "
+            "without an application id, or while the cluster does not serve that UI",
+        )
+    )
+    def get_application_url(self, job: Job) -> str | None:
+        if not job.application_id:
+            return None
+        # A page of jobs looks each cluster's web UIs up once (the context is the page's).
+        known = cast(dict[str, Any], self.context).setdefault("web_uis", {})
+        if job.cluster_id not in known and job.cluster.state == Cluster.State.RUNNING:
+            known[job.cluster_id] = access.web_uis(job.cluster)
+        path = ui.application_url(job, known.get(job.cluster_id, []))
+        return None if path is None else self.context["request"].build_absolute_uri(path)
 
 
 class JobSubmitSerializer(serializers.Serializer):
@@ -77,8 +104,17 @@ class LogQuerySerializer(serializers.Serializer):
     since = serializers.IntegerField(
         min_value=0, default=0, help_text="the X-Log-Next of an earlier answer"
     )
-    follow = serializers.BooleanField(default=False)
-    seconds = serializers.IntegerField(min_value=1, max_value=300, default=60)
+    follow = serializers.BooleanField(
+        default=False, help_text="keep the answer open and send new output as it comes"
+    )
+    # The caps of a cluster's log follow (apps/api/serializers/progress.py).
+    seconds = serializers.IntegerField(
+        min_value=1,
+        max_value=logs.FOLLOW_SECONDS_MAX,
+        default=logs.FOLLOW_SECONDS_DEFAULT,
+        help_text="with follow: end the answer after this long (it also ends when the job "
+        "ends); go on from `since` plus the characters received",
+    )
 
 
 class OutputFileSerializer(serializers.Serializer):

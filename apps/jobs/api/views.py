@@ -2,11 +2,13 @@
 with ?follow=true), its cancel and its output. Others' jobs answer 404, as their clusters do;
 read-only tokens read (apps.tokens.authentication refuses them anything else)."""
 
-import time
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections, connection
 from django.db.models import QuerySet
 from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404
@@ -23,8 +25,9 @@ from apps.accounts.requests import signed_in_user
 from apps.api.errors import ApiError
 from apps.api.permissions import visible_clusters
 from apps.api.schema import ErrorSerializer
-from apps.api.views.clusters import LOG_RENDERERS, TEXT, text_stream
+from apps.api.views.clusters import LOG_ERRORS, LOG_RENDERERS, TEXT, text_stream
 from apps.nodes import NodeError
+from portal import streams
 
 from .. import results, services
 from ..models import Job, JobFile
@@ -149,21 +152,31 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
-        parameters=[LogQuerySerializer], responses={(200, "text/plain"): OpenApiTypes.STR}
+        parameters=[LogQuerySerializer],
+        responses={(200, "text/plain"): OpenApiTypes.STR, 429: LOG_ERRORS[429]},
     )
     @action(detail=True, methods=["get"], renderer_classes=LOG_RENDERERS)
     def log(self, request: Request, pk: str) -> HttpResponseBase:
         """The driver's output as text/plain from character `since` on; X-Log-Next is where
         to go on from. follow=true streams new output as it comes until the job ends or
-        `seconds` pass. The log keeps its last JOB_LOG_MAX_CHARS characters (X-Log-Cap);
-        X-Log-Dropped counts those asked for but no longer kept."""
+        `seconds` pass (at most PLATTER_STREAM_FOLLOW_SECONDS): ask again from `since` plus
+        the characters received to go on. 429 when you already have the most streams open
+        (PLATTER_STREAMS_PER_USER, named in the answer). The log keeps its last
+        JOB_LOG_MAX_CHARS characters (X-Log-Cap); X-Log-Dropped counts those asked for but
+        no longer kept."""
         job = self.get_object()
         query = LogQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         asked = query.validated_data
         response: HttpResponseBase
         if asked["follow"]:
-            response = text_stream(follow(job.id, asked["since"], asked["seconds"]))
+            # As a cluster's log follow: 429 before any byte, then the slot is held while it
+            # streams on the event loop, which no thread waits on, until the deadline.
+            slot = streams.claim(signed_in_user(request).id, "logs")
+            deadline = min(asked["seconds"], settings.STREAM_FOLLOW_SECONDS)
+            response = text_stream(
+                streams.held(slot, follow(job.id, asked["since"]), deadline=deadline)
+            )
         else:
             part = services.log_since(job, asked["since"])
             response = HttpResponse(part.text, content_type=TEXT)
@@ -207,19 +220,29 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
         return response
 
 
-def follow(job_id: int, since: int, seconds: int) -> Iterator[str]:
-    """The log from `since`, then each new part as the worker stores it (polled), until the
-    job ends or `seconds` pass."""
-    deadline = time.monotonic() + seconds
+async def follow(job_id: int, since: int) -> AsyncIterator[str]:
+    """The log from `since`, then each new part as the worker stores it, until the job ends
+    (the caller's deadline ends it sooner). Each look at the row is a short query in the
+    request's thread; the waits between looks are on the event loop."""
     position = since
     while True:
-        job = Job.objects.only("state", "log", "log_start").get(id=job_id)
+        job = await sync_to_async(_look)(job_id)
         part = services.log_since(job, position)
         if part.dropped:
             yield f"[platter: {part.dropped} characters not kept; {services.log_cap_note()}]\n"
         if part.text:
             yield part.text
         position = part.next
-        if job.done or time.monotonic() > deadline:
+        if job.done:
             return
-        time.sleep(settings.JOB_POLL_SECONDS)
+        await asyncio.sleep(settings.JOB_POLL_SECONDS)
+
+
+def _look(job_id: int) -> Job:
+    try:
+        return Job.objects.only("state", "log", "log_start").get(id=job_id)
+    finally:
+        # A follow lasts minutes: between looks its connection goes as at a request's end
+        # (CONN_MAX_AGE). Not inside a transaction (a test's), which it would break.
+        if not connection.in_atomic_block:
+            close_old_connections()

@@ -9,6 +9,7 @@ from apps.jobs import services
 from apps.jobs.models import Job
 
 from .conftest import make_cluster
+from .test_log_follow import streamed
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +142,7 @@ def test_the_log_reads_from_a_position_and_follows_to_the_end(job, api):
     services.append_log(job.id, "line 3\n")
     services.finish(job.id, "succeeded", 0)
     followed = owner.get(f"/api/v1/jobs/{job.id}/log", {"since": 14, "follow": "true"})
-    assert b"".join(followed.streaming_content) == b"line 3\n"
+    assert streamed(followed) == [b"line 3\n"]
 
 
 def test_the_schema_documents_the_jobs_api(api):
