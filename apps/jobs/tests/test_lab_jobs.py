@@ -4,11 +4,14 @@ through the API; a job that raises ends failed with its traceback; a long job ca
 killed and its driver is gone from the cluster."""
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from apps.jobs import services
 from apps.jobs.models import Job
 from apps.tokens.services import issue_token
 from workers.tests.test_products import attempt, destroy_and_check, instance, launch_default
@@ -114,6 +117,15 @@ def test_pyspark_jobs_run_fail_and_cancel_through_the_api(dispatching, lab_clean
     job_id = answer.json()["id"]
     running = until(api, job_id, lambda s: ended(s) or s["application_id"])
     assert running["state"] == "running"
+    deadline = time.monotonic() + JOB_SECONDS  # the program's own line: its session is ready
+    while "started\n" not in api.get(f"/api/v1/jobs/{job_id}/log").content.decode():
+        assert time.monotonic() < deadline, "the long job printed nothing"
+        time.sleep(0.5)
+    # Its follower lost, as when its worker dies: beat's pass hands the job to a new follower,
+    # which goes on with the same exec in the master container (the old one stops at its
+    # next write, its lease gone); the cancel below is then carried out by the new one.
+    Job.objects.filter(id=job_id).update(followed_at=timezone.now() - timedelta(hours=1))
+    assert services.adopt_lost_jobs() == [job_id]
     assert api.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 202
     shown = until(api, job_id, ended)
     assert shown["state"] == "killed"
@@ -125,6 +137,9 @@ def test_pyspark_jobs_run_fail_and_cancel_through_the_api(dispatching, lab_clean
     while running["application_id"] in (apps := attempt(master, "python3", "-c", ACTIVE)[1]):
         assert time.monotonic() < deadline, f"the master still runs it: {apps}"
         time.sleep(1)
+
+    log = api.get(f"/api/v1/jobs/{job_id}/log").content.decode()
+    assert log.count("started\n") == 1, f"every line once, across the two followers:\n{log}"
 
     destroy_and_check(cluster)
     assert Job.objects.filter(cluster=cluster).count() == 3, "the history stays"
