@@ -48,7 +48,7 @@ PHASES = (
     ("rand write", "--rw=randwrite --bs=4k --iodepth=16", "IOPS"),
     ("rand read", "--rw=randread --bs=4k --iodepth=16", "IOPS"),
 )
-# Reads get files fio lays out with real data (see workers/benchmarks.py).
+# Reads get files fio lays out with real data (see apps/inventory/benchmarks.py).
 FILE_MB = 48
 
 

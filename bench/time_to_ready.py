@@ -140,7 +140,7 @@ def wait_for(cluster_id: int, state: str, seconds: float = 120) -> float:
 
 def platter_run(user, version, size: int, name: str):
     """Seconds from the launch request to running, and the cluster's container plans."""
-    from apps.clusters import plans as containers
+    from apps.clusters import container_specs as containers
     from apps.clusters import services
 
     started = time.perf_counter()

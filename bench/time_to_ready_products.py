@@ -35,7 +35,7 @@ def exec_ok(node, container: str, argv: list[str], timeout: float) -> None:
 
 def platter_run(user, version, name: str) -> dict:
     """Seconds to running and to the first job's end, plus what the raw path replays."""
-    from apps.clusters import plans as containers
+    from apps.clusters import container_specs as containers
     from apps.clusters import services
 
     started = time.perf_counter()

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from apps import nodes
-from apps.clusters import leftovers, plans
+from apps.clusters import container_specs, leftovers
 from apps.clusters.admission import reserve_or_fail
 from apps.clusters.credentials import credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance, Leftover
@@ -94,12 +94,13 @@ def _placed(started: float, state: str) -> str:
 
 def place(cluster: Cluster) -> None:
     """Create and start every container; raises PlacementFailed naming the first failure."""
-    specs = plans.plans_for(cluster)
+    specs = container_specs.plans_for(cluster)
     on_nodes = {s.node.id: s.node for s in specs}
     held = cluster.instances.filter(active=True).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
     handed_over = _kept_by_others(cluster)
-    folder = plans.data_folder(cluster)  # read here: the node threads never touch the database
+    # Read here: the node threads never touch the database.
+    folder = container_specs.data_folder(cluster)
     labels = wipe_labels(cluster.id)
     prepared = parallel(
         lambda node: _prepare_node(
@@ -228,7 +229,7 @@ def remove_all(cluster: Cluster) -> dict[int, str]:
     (apps.clusters.leftovers)."""
     # (node, container name, instance id or None for an earlier leftover's container)
     targets: list[tuple[Node, str, int | None]] = [
-        (i.node, plans.container_name(cluster.id, i.role, i.index), i.id)
+        (i.node, container_specs.container_name(cluster.id, i.role, i.index), i.id)
         for i in cluster.instances.exclude(node=None).select_related("node")
         if i.node is not None
     ]
@@ -255,7 +256,7 @@ def remove_all(cluster: Cluster) -> dict[int, str]:
 def configure(cluster: Cluster) -> None:
     """Run the product's post-start steps in order; raises StepFailed naming the failed
     step. The runs of one step go in parallel."""
-    for step in plans.configure_steps(cluster):
+    for step in container_specs.configure_steps(cluster):
         started = time.monotonic()
         results = parallel(lambda run, step=step: _exec(run, step.timeout), step.runs)
         for (instance, _name, _argv), outcome in zip(step.runs, results, strict=True):
@@ -298,7 +299,9 @@ def stop(cluster_id: int) -> str:
     if cluster.state != S.STOPPING:
         return cluster.state
     instances = list(cluster.instances.filter(active=True).select_related("node"))
-    targets = [(i.node, plans.container_name(cluster_id, i.role, i.index)) for i in instances]
+    targets = [
+        (i.node, container_specs.container_name(cluster_id, i.role, i.index)) for i in instances
+    ]
     results = parallel(lambda target: nodes.client(target[0]).stop(target[1]), targets)
     for (_node, name), outcome in zip(targets, results, strict=True):
         if isinstance(outcome, Exception):
@@ -314,7 +317,7 @@ def start(cluster_id: int) -> str:
     cluster = Cluster.objects.select_related("version__product", "revision").get(id=cluster_id)
     if cluster.state != S.CONFIGURING:
         return cluster.state
-    specs = plans.plans_for(cluster)
+    specs = container_specs.plans_for(cluster)
     results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
     for spec, outcome in zip(specs, results, strict=True):
         if isinstance(outcome, Exception):
@@ -354,7 +357,7 @@ def wipe(cluster: Cluster) -> None:
     """Delete the cluster's folder on every disk that holds its data: the disks it holds now,
     and, for a cluster that failed and gave them back, those that still keep its data (unless
     another cluster took them since). One helper container per node."""
-    folder = plans.data_folder(cluster)
+    folder = container_specs.data_folder(cluster)
     site, name = folder.split("/", 1)
     allocations = list(
         DiskAllocation.objects.filter(instance__cluster=cluster)

@@ -30,8 +30,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.clusters import jobs, states
+from apps.clusters.container_specs import UntrustedVersion
 from apps.clusters.models import Cluster, ClusterEvent, Instance
-from apps.clusters.plans import UntrustedVersion
 from apps.clusters.reservation import fail as fail_cluster
 from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition

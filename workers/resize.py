@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps import nodes
-from apps.clusters import plans
+from apps.clusters import container_specs as plans
 from apps.clusters import resize as rules
 from apps.clusters.credentials import credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance

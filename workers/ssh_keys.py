@@ -13,7 +13,7 @@ from django.db import connection
 from apps import nodes
 from apps.accounts import ssh_sync
 from apps.accounts.ssh import authorized_keys
-from apps.clusters import access, plans
+from apps.clusters import access, container_specs
 from apps.clusters.models import Cluster
 from apps.nodes import NodeError
 
@@ -63,7 +63,7 @@ def push_keys(user_id: int) -> dict[str, list[int]]:
         instance = access.ssh_instance(cluster)
         if instance is None or instance.node is None:
             continue
-        name = instance.container_id or plans.container_name(
+        name = instance.container_id or container_specs.container_name(
             cluster.id, instance.role, instance.index
         )
         try:

@@ -1,7 +1,7 @@
 """Turning a launch request body into a services.launch call; shared by the Platter API and
 the CESGA-compatible surface. The body is the product's options plus the launch-level keys
-(name, disk_kind, lease, reuse_data_from), all checked by apps.clusters.requests.parse_launch,
-as the web form's are."""
+(name, disk_kind, lease, reuse_data_from), all checked by
+apps.clusters.launch_requests.parse_launch, as the web form's are."""
 
 from typing import Any
 
@@ -10,8 +10,8 @@ from rest_framework import serializers
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import launchable_versions
 from apps.clusters import names
+from apps.clusters.launch_requests import parse_launch
 from apps.clusters.models import Cluster
-from apps.clusters.requests import parse_launch
 from apps.clusters.services import launch
 from apps.usage.budgets import check_budgets
 

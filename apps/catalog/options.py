@@ -7,7 +7,7 @@ name, except Platter's own launch-level keys (``LAUNCH_KEYS``), which are not pr
 
 The fields below are parsed once into typed objects by ``apps.catalog.spec``
 (``ProductVersion.definition``); a launch request (launch keys and options) is parsed by
-``apps.clusters.requests.parse_launch``, whichever front door it came through.
+``apps.clusters.launch_requests.parse_launch``, whichever front door it came through.
 
 JSON shapes of the ProductVersion fields
 ----------------------------------------

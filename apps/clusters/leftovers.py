@@ -12,12 +12,12 @@ gone, exactly once (a compare-and-swap on `released`).
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from apps.inventory.models import Address, Disk, Network
 
+from . import wakeup
 from .models import DiskAllocation, Instance, Leftover
 from .transitions import record_event
 
@@ -38,7 +38,7 @@ def hold(cluster_id: int, instance_ids: Collection[int]) -> Kept:
     """Record a Leftover for each of the cluster's active instances in `instance_ids` (their
     containers may still be there); returns everything that must stay held: theirs and that of
     the cluster's earlier leftovers. Runs inside the release's transaction."""
-    from . import plans
+    from . import container_specs
 
     holders = Instance.objects.filter(cluster_id=cluster_id, active=True, id__in=instance_ids)
     for instance in holders.exclude(node=None).select_related("address__network"):
@@ -50,7 +50,7 @@ def hold(cluster_id: int, instance_ids: Collection[int]) -> Kept:
             cluster_id=cluster_id,
             instance=instance,
             node_id=instance.node_id,
-            container=plans.container_name(cluster_id, instance.role, instance.index),
+            container=container_specs.container_name(cluster_id, instance.role, instance.index),
             address=instance.address,
             disk_ids=sorted(disks.values_list("disk_id", flat=True)),
             segment=network if network is not None and network.isolated else None,
@@ -102,10 +102,7 @@ def release(leftover: Leftover, why: str) -> bool:
             cluster_id,
             f"{leftover.container} {why}: released its address and {len(leftover.disk_ids)} disks",
         )
-        if settings.SCHEDULER_ADMIT_ON_RELEASE:
-            from .admission import admit_queued
-
-            transaction.on_commit(admit_queued)  # never raises: see admit_queued
+        wakeup.wake_queue("release")
     return True
 
 

@@ -17,8 +17,8 @@ from apps import nodes
 from apps.inventory.models import Node
 from apps.nodes import NodeError, NodeMissing
 
+from .container_specs import container_name
 from .models import Cluster, Instance
-from .plans import container_name
 from .states import ENDED, Containers, with_containers
 
 TAIL_DEFAULT = 100

@@ -43,7 +43,7 @@ from apps.inventory.services import cluster_network
 from apps.metrics.recorded import RESERVATION_SECONDS
 from apps.metrics.store import timed
 
-from . import leftovers, placement, quotas
+from . import leftovers, placement, quotas, wakeup
 from .models import Cluster, DiskAllocation, Instance
 from .quotas import Demand, QuotaExceeded
 from .transitions import record_event, transition, transition_ctes
@@ -596,8 +596,5 @@ def release(cluster_id: int, keep_data: bool = True, unconfirmed: Collection[int
                 cluster_id,
                 f"released {freed} instances and {len(disk_ids)} disks (data {kept}){still}",
             )
-            if settings.SCHEDULER_ADMIT_ON_RELEASE:
-                from .admission import admit_queued
-
-                transaction.on_commit(admit_queued)  # never raises: see admit_queued
+            wakeup.wake_queue("release")
     return len(disk_ids)

@@ -178,7 +178,7 @@ def launch(
     idle_minutes: int | None = None,
 ) -> Cluster:
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster.
-    `spec`: what apps.clusters.requests.parse_launch resolved from these options already;
+    `spec`: what apps.clusters.launch_requests.parse_launch resolved from these options already;
     `idle_minutes`: its idle limit (checked there too), if any."""
     from apps.catalog.images import require_images  # the catalog owns option and image rules
     from apps.catalog.options import resolve

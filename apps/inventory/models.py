@@ -71,8 +71,8 @@ class Disk(models.Model):
     # Bandwidth cap applied to every container using this disk (emulates a spindle); 0 = none.
     write_bps = models.BigIntegerField(default=0)
     read_bps = models.BigIntegerField(default=0)
-    # Last fio benchmark (workers/benchmarks.py, Table 4 of the CESGA paper): sequential 1 MiB
-    # bandwidth in MB/s, random 4 KiB IOPS at queue depth 1 and 64; empty until measured.
+    # Last fio benchmark (apps/inventory/benchmarks.py, Table 4 of the CESGA paper): sequential
+    # 1 MiB bandwidth in MB/s, random 4 KiB IOPS at queue depth 1 and 64; empty until measured.
     seq_read_mbps = models.FloatField(null=True, blank=True)
     seq_write_mbps = models.FloatField(null=True, blank=True)
     rand_read_iops_qd1 = models.FloatField(null=True, blank=True)

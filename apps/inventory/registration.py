@@ -1,5 +1,5 @@
 """Registering a node (manage.py add_node): the rules for a new Node row. Probing the node
-itself needs the drivers and lives with the workers (workers/probe.py)."""
+itself needs the drivers and lives in the node layer (apps/nodes/probe.py)."""
 
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify

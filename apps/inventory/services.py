@@ -70,9 +70,9 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
 def _capacity_freed() -> None:
     """Offer the queue the capacity that came back, once this commits (the periodic pass is
     only a net)."""
-    from apps.clusters import jobs
+    from apps.clusters import wakeup
 
-    jobs.dispatch(jobs.ADMIT)
+    wakeup.wake_queue("inventory")
 
 
 @transaction.atomic

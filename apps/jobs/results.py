@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from apps import nodes
-from apps.clusters import plans
+from apps.clusters import container_specs as plans
 from apps.clusters.models import Cluster, Instance
 from apps.nodes import NodeClient, NodeMissing
 

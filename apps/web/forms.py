@@ -7,8 +7,8 @@ from django import forms
 from apps.catalog.models import ProductVersion
 from apps.catalog.spec import DISK_KINDS, SECTIONS, Option
 from apps.clusters import names
+from apps.clusters.launch_requests import LEASE_MIN_HOURS, LaunchError, LaunchRequest, parse_launch
 from apps.clusters.models import Cluster
-from apps.clusters.requests import LEASE_MIN_HOURS, LaunchError, LaunchRequest, parse_launch
 
 # Launch keys, in the section of the form each belongs to.
 LAUNCH_SECTION = {

@@ -38,6 +38,18 @@ INSTALLED_APPS = [
     "apps.clusters",
     "apps.usage",  # core-, memory- and disk-hours read from the clusters' life (issue 33)
     "apps.health",
+    # The REST API (apps.api, REST_FRAMEWORK below) and personal tokens (apps.tokens).
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc files served from the package, no CDN
+    "apps.tokens",
+    "apps.api",
+    "apps.web",  # the web self-service: server-rendered pages, htmx from django-htmx
+    "apps.audit",  # who launched, stopped, destroyed, ... and from where; admin only
+    "axes",  # sign-in lock-out (AXES_* below)
+    "apps.metrics",  # /metrics in Prometheus' format (METRICS_TOKEN below)
+    "apps.proxy",  # the products' web UIs (UI_DOMAIN below)
+    "apps.jobs",  # Spark and MapReduce jobs on running clusters (JOB_* below)
 ]
 
 MIDDLEWARE = [
@@ -45,12 +57,16 @@ MIDDLEWARE = [
     "portal.limits.RequestLimitsMiddleware",  # NUL bytes, body size (before anything reads)
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # A web UI host (c<N>.<UI_DOMAIN>) is answered here and serves nothing else.
+    "apps.proxy.middleware.UIHostMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",  # CONTENT_SECURITY_POLICY below
+    "axes.middleware.AxesMiddleware",  # last: turns a sign-in lock-out into the 429 page
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -210,8 +226,8 @@ SCHEDULER_PLACE_ATTEMPTS = envint("PLATTER_SCHEDULER_PLACE_ATTEMPTS", 3)
 NODE_DOWN_AFTER_FAILED_CHECKS = envint("PLATTER_NODE_DOWN_AFTER_FAILED_CHECKS", 3)
 ORPHAN_GRACE_SECONDS = envint("PLATTER_ORPHAN_GRACE_SECONDS", 300)
 
-# Disk benchmarks (fio, workers/benchmarks.py): the image that has fio on its PATH, the file
-# sizes of Table 4 of the CESGA paper (1 GiB sequential, 256 MiB random) divided by
+# Disk benchmarks (fio, apps/inventory/benchmarks.py): the image that has fio on its PATH, the
+# file sizes of Table 4 of the CESGA paper (1 GiB sequential, 256 MiB random) divided by
 # BENCH_SIZE_DIVISOR, seconds per fio job, and the I/O engine (psync if libaio is missing).
 BENCH_IMAGE = envstr("PLATTER_BENCH_IMAGE", "ljishen/fio:latest")
 BENCH_SIZE_DIVISOR = envint("PLATTER_BENCH_SIZE_DIVISOR", 1)
@@ -290,13 +306,6 @@ SCHEDULER_DEFAULT_QUOTA = {
 SCHEDULER_MAX_LEASE_HOURS = envint("PLATTER_SCHEDULER_MAX_LEASE_HOURS", 24 * 30)
 
 # REST API (apps.api) and personal tokens (apps.tokens)
-INSTALLED_APPS += [
-    "django_filters",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",  # Swagger UI / Redoc files served from the package, no CDN
-    "apps.tokens",
-    "apps.api",
-]
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,
     # Bearer first: its WWW-Authenticate header makes missing credentials a 401, not a 403.
@@ -353,12 +362,6 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# The web self-service (server-rendered pages, htmx from django-htmx's static files).
-INSTALLED_APPS += ["apps.web"]
-
-# Audit log (apps.audit): who launched, stopped, destroyed, ... and from where; admin only.
-INSTALLED_APPS += ["apps.audit"]
-
 # ---------------------------------------------------------------- security (issue 8, part A)
 # Content-Security-Policy in every environment, so dev and the browser tests see what
 # production serves: scripts and styles only from our own static files (htmx included), no
@@ -368,7 +371,6 @@ from datetime import timedelta  # noqa: E402
 
 from csp.constants import NONE, SELF  # noqa: E402
 
-MIDDLEWARE += ["csp.middleware.CSPMiddleware"]
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -387,8 +389,6 @@ CONTENT_SECURITY_POLICY = {
 # admin's login alike; another user from the same address, or the same user from elsewhere,
 # is not. The address is the one logs and the audit log record (portal.context.address_of).
 # Staff see and reset lock-outs in the admin (Axes > Access attempts).
-INSTALLED_APPS += ["axes"]
-MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: turns a lock-out into the 429 page
 AUTHENTICATION_BACKENDS = [
     "portal.signin.LockoutBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -458,7 +458,6 @@ for _entry in CELERY_BEAT_SCHEDULE.values():
 # ---------------------------------------------------------------- metrics (issue 8, part C)
 # /metrics (apps.metrics) in Prometheus' format for staff, or for a scraper that sends
 # "Authorization: Bearer <PLATTER_METRICS_TOKEN>" (or _FILE); empty = no token access.
-INSTALLED_APPS += ["apps.metrics"]
 METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 
 # ---------------------------------------------------------------- web UIs (issue 17, item 5)
@@ -467,14 +466,11 @@ METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 # cluster N's UIs live on an origin of their own, cN.<PLATTER_UI_DOMAIN> (a wildcard DNS name
 # and certificate; README, "Production deployment"): the portal's path
 # /clusters/N/ui/<hostname>/<port>/ checks access and sends the browser there with a one-time
-# ticket; that host gets a cookie of its own for that user and cluster, and serves nothing else.
-INSTALLED_APPS += ["apps.proxy"]
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.common.CommonMiddleware"),
-    "apps.proxy.middleware.UIHostMiddleware",
-)
-# e.g. "ui.platter.example.org"; dev.py and the tests use "ui.localhost". ALLOWED_HOSTS takes
-# ".<UI_DOMAIN>" in dev.py and prod.py. Empty: no UI origins (see PROXY_ON_PORTAL_ORIGIN).
+# ticket; that host gets a cookie of its own for that user and cluster, and serves nothing else
+# (apps.proxy.middleware.UIHostMiddleware, in MIDDLEWARE above).
+# The UI hosts' parent domain, e.g. "ui.platter.example.org"; dev.py and the tests use
+# "ui.localhost". ALLOWED_HOSTS takes ".<UI_DOMAIN>" in dev.py and prod.py. Empty: no UI
+# origins (see PROXY_ON_PORTAL_ORIGIN).
 UI_DOMAIN = envstr("PLATTER_UI_DOMAIN", "").strip(".").lower()
 # Serve UIs on the portal's own origin when there is no UI_DOMAIN, sandboxed (CSP sandbox
 # without allow-same-origin: scripts in an opaque origin, no writes through the proxy; pages
@@ -525,7 +521,6 @@ globals().update(_directory)
 # in the database: a cap per file and per job, named in the 413 that refuses more. The driver
 # log keeps its last JOB_LOG_MAX_CHARS characters; a result file downloads up to
 # JOB_RESULT_MAX_BYTES.
-INSTALLED_APPS += ["apps.jobs"]
 JOB_FILE_MAX_BYTES = envint("PLATTER_JOB_FILE_MAX_BYTES", 16 * 1024 * 1024)
 JOB_UPLOAD_MAX_BYTES = envint("PLATTER_JOB_UPLOAD_MAX_BYTES", 64 * 1024 * 1024)
 JOB_LOG_MAX_CHARS = envint("PLATTER_JOB_LOG_MAX_CHARS", 1024 * 1024)

@@ -30,5 +30,5 @@ LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", int(envstr("PLATTER_TEST_R
 DISPATCH_CLUSTER_TASKS = envbool("PLATTER_DISPATCH_CLUSTER_TASKS", False)
 
 # Most tests place clusters on nodes made by factories, which list no images; the tests of the
-# image check (apps/catalog/tests/test_images.py) turn pulls off as development has them.
+# image check (apps/api/tests/test_launch_images.py) turn pulls off as development has them.
 IMAGE_PULLS = envbool("PLATTER_IMAGE_PULLS", True)

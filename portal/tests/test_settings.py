@@ -1,5 +1,6 @@
 """Production settings must pass Django's deployment checklist with no warnings."""
 
+import ast
 import os
 import re
 import secrets
@@ -63,6 +64,31 @@ def test_production_leaves_out_the_lab_and_the_demo_logins():
     # ...while development has them.
     development = run_manage("seed_demo", "--help", DJANGO_SETTINGS_MODULE="portal.settings.dev")
     assert development.returncode == 0, development.stderr
+
+
+def test_base_settings_name_every_app_and_middleware_in_one_list():
+    """INSTALLED_APPS and MIDDLEWARE are each one literal list in base.py, read top to bottom:
+    no later `+=`, insert or append changes their order (dev.py adds apps.lab, nothing else)."""
+    tree = ast.parse((BASE_DIR / "portal" / "settings" / "base.py").read_text())
+    for name in ("INSTALLED_APPS", "MIDDLEWARE"):
+        assignments = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            and any(
+                isinstance(target, ast.Name) and target.id == name
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        ]
+        assert len(assignments) == 1 and isinstance(assignments[0].value, ast.List), name
+        changes = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+        ]
+        assert changes == [], f"{name} changed at base.py lines {changes}"
 
 
 def test_it_refuses_to_start_production_without_a_secret_key():

@@ -4,7 +4,7 @@ password or secret."""
 import pytest
 
 from apps.catalog.services import load_catalog
-from apps.clusters import credentials, plans
+from apps.clusters import container_specs, credentials
 from apps.clusters.tests.test_connection import launched
 from apps.nodes import NodeClient
 from workers import lifecycle, reconciler
@@ -17,8 +17,8 @@ def test_a_failed_step_masks_the_password_and_the_secret(monkeypatch, alice):
     cluster = launched(alice, "spark", "4.3.0", state="configuring")
     made = credentials.ensure_credentials(cluster)
     master = cluster.instances.get(role="master")
-    step = plans.ConfigureStep("Workers registered", 5, [(master, "c", ["true"])])
-    monkeypatch.setattr(plans, "configure_steps", lambda _cluster: [step])
+    step = container_specs.ConfigureStep("Workers registered", 5, [(master, "c", ["true"])])
+    monkeypatch.setattr(container_specs, "configure_steps", lambda _cluster: [step])
     said = f"login {made.username}/{made.password} refused; secret {made.secret}"
     monkeypatch.setattr(lifecycle, "_exec", lambda _run, _timeout: (1, said))
 

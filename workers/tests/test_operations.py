@@ -1,7 +1,7 @@
 """The one failure policy, above the node boundary (apps.nodes.fake): every operation ends
 with the cluster working, back in the queue, or failed with a reason, and a failed cluster
 holds nothing (disks, addresses, its segment), exactly once. The same policy on the real lab:
-workers/tests/test_faults.py."""
+apps/lab/tests/test_faults.py."""
 
 import threading
 
@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.catalog.models import ProductVersion
-from apps.clusters import plans, services
+from apps.clusters import container_specs, services
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_network, make_node
@@ -82,7 +82,7 @@ def test_a_bug_in_a_step_fails_the_cluster_with_a_reason_and_releases_everything
     def broken(_cluster):
         raise KeyError("roles")
 
-    monkeypatch.setattr(plans, "plans_for", broken)
+    monkeypatch.setattr(container_specs, "plans_for", broken)
     assert operations.run("launch", cluster.id) == S.FAILED
     cluster.refresh_from_db()
     assert cluster.reason.startswith(
@@ -97,7 +97,7 @@ def test_a_failed_configuration_fails_once_and_releases(fake_nodes, pool, alice,
     fake_nodes.fail("exec", NodeRefused("n1", "exec in c: container is restarting"))
     operations.run("launch", cluster.id)
     cluster.refresh_from_db()
-    if not plans.configure_steps(cluster):  # the demo may have no configure step
+    if not container_specs.configure_steps(cluster):  # the demo may have no configure step
         pytest.skip("the demo product has no configuration step")
     assert cluster.state == S.FAILED
     assert holds_nothing(cluster)
@@ -113,9 +113,11 @@ def test_a_start_that_raises_fails_instead_of_staying_configuring(
     services.request_start(cluster.id)
 
     def untrusted(_cluster):
-        raise plans.UntrustedVersion("demo 1.0 asks for capabilities beyond Docker's defaults")
+        raise container_specs.UntrustedVersion(
+            "demo 1.0 asks for capabilities beyond Docker's defaults"
+        )
 
-    monkeypatch.setattr(plans, "plans_for", untrusted)
+    monkeypatch.setattr(container_specs, "plans_for", untrusted)
     assert operations.run("start", cluster.id) == S.FAILED
     cluster.refresh_from_db()
     assert "capabilities beyond" in cluster.reason
@@ -188,7 +190,7 @@ def test_a_placement_that_fails_on_a_node_goes_back_to_the_queue_away_from_it(
 
 def stop_on_its_own(fake_nodes, cluster: Cluster, hostname: str, log: str) -> None:
     instance = cluster.instances.select_related("node").get(hostname=hostname)
-    name = plans.container_name(cluster.id, instance.role, instance.index)
+    name = container_specs.container_name(cluster.id, instance.role, instance.index)
     assert instance.node is not None, "placed on a node"
     container = fake_nodes.on(instance.node.name)[name]
     container.state, container.log = "exited", log
@@ -222,7 +224,7 @@ def test_the_reconciler_fails_a_cluster_none_of_whose_instances_runs_and_release
     cluster = placed(alice, demo)
     operations.run("launch", cluster.id)
     for instance in cluster.instances.select_related("node"):
-        name = plans.container_name(cluster.id, instance.role, instance.index)
+        name = container_specs.container_name(cluster.id, instance.role, instance.index)
         fake_nodes.on(instance.node.name).pop(name)  # gone: nothing to start again
     reconciler.reconcile(grace_seconds=3600)
     cluster.refresh_from_db()

@@ -14,7 +14,7 @@ from apps import nodes
 from apps.accounts.models import Quota
 from apps.catalog.images import missing_images
 from apps.catalog.models import ProductVersion
-from apps.clusters import credentials, plans, services
+from apps.clusters import container_specs, credentials, services
 from apps.clusters.connection import connection_details
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.tests.waiting import wait_for
@@ -71,7 +71,7 @@ def instance(cluster: Cluster, role: str, index: int = 0) -> Instance:
 
 def data_dirs(instance: Instance) -> list[Path]:
     """The instance's /data/N folders, as seen from the node (this machine, in the lab)."""
-    folder = plans.data_folder(instance.cluster)
+    folder = container_specs.data_folder(instance.cluster)
     return [
         Path(a.disk.mount_path) / folder
         for a in instance.allocations.filter(active=True).select_related("disk")

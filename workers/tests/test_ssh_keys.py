@@ -67,7 +67,7 @@ def test_it_rewrites_the_keys_of_each_live_cluster_with_sshd(pool, alice, bob, e
 
 
 def _name(cluster: Cluster, role: str) -> str:
-    from apps.clusters.plans import container_name
+    from apps.clusters.container_specs import container_name
 
     return container_name(cluster.id, role, 0)
 

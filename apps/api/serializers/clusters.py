@@ -5,11 +5,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
-from apps.clusters import connection, idle, queue
+from apps.clusters import connection, idle, queue_position
 from apps.clusters.data_path import data_path, label_destinations
+from apps.clusters.launch_requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
-from apps.clusters.requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 from apps.tokens.authentication import secrets_withheld
 
 from .progress import QueueSerializer
@@ -249,7 +249,7 @@ class ClusterDetailSerializer(ClusterSerializer):
     @extend_schema_field(QueueSerializer(allow_null=True))
     def get_queue(self, cluster: Cluster) -> dict | None:
         """Where a queued cluster stands in the admission queue and why it waits; else null."""
-        place = queue.position(cluster)
+        place = queue_position.position(cluster)
         return QueueSerializer(place).data if place else None
 
     @extend_schema_field(serializers.DictField(child=serializers.DateTimeField(allow_null=True)))
@@ -277,7 +277,7 @@ class ClusterDetailSerializer(ClusterSerializer):
 class LaunchSerializer(serializers.Serializer):
     """Launch-level keys; every other key of the body is a product option (see the version's
     ``options``), e.g. ``size``, ``disks``, ``cpu``, ``mem``. This documents the body (the
-    OpenAPI schema); apps.clusters.requests.parse_launch checks it, as for the web form."""
+    OpenAPI schema); apps.clusters.launch_requests.parse_launch checks it, as for the web form."""
 
     name = serializers.SlugField(max_length=63, required=False)
     disk_kind = serializers.ChoiceField(choices=list(DISK_KINDS), required=False)

@@ -1,12 +1,13 @@
-"""One launch parser (apps.clusters.requests.parse_launch) for the three front doors: the web
-form, the REST API and CESGA's launch call give the same answer to the same bad request."""
+"""One launch parser (apps.clusters.launch_requests.parse_launch) for the three front doors:
+the web form, the REST API and CESGA's launch call give the same answer to the same bad
+request."""
 
 import pytest
 
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
+from apps.clusters.launch_requests import LEASE_MIN_HOURS, LaunchError, parse_launch
 from apps.clusters.models import Cluster
-from apps.clusters.requests import LEASE_MIN_HOURS, LaunchError, parse_launch
 
 from .conftest import make_cluster
 

@@ -1,6 +1,7 @@
 """The launch parser on the real lab: CESGA's launch call starts the demo and the REST API
 starts Spark, each body written as a script or a form sends it (numbers as strings), read by
-apps.clusters.requests.parse_launch; both clusters run on the lab's nodes and are destroyed."""
+apps.clusters.launch_requests.parse_launch; both clusters run on the lab's nodes and are
+destroyed."""
 
 import pytest
 

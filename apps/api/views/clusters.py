@@ -44,7 +44,8 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
     allocations = (
         DiskAllocation.objects.filter(active=True)
         .select_related("disk__node")
-        .order_by("disk__mount_path", "disk_id")  # the order disks are mounted in (plans.py)
+        # the order disks are mounted in (container_specs.py)
+        .order_by("disk__mount_path", "disk_id")
     )
     instances = Instance.objects.select_related("node", "address").prefetch_related(
         Prefetch("allocations", queryset=allocations, to_attr="active_allocations")

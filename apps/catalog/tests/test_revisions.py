@@ -7,7 +7,7 @@ from apps.catalog.models import ProductRevision, ProductVersion
 from apps.catalog.options import resolve
 from apps.catalog.revisions import current_revision, revision_diff, snapshot
 from apps.catalog.services import load_catalog
-from apps.clusters import plans
+from apps.clusters import container_specs
 from apps.clusters.models import Cluster
 from apps.clusters.services import create_cluster
 from apps.clusters.tests.factories import make_network, make_node
@@ -65,7 +65,10 @@ def test_an_unchanged_version_makes_no_new_revision(demo, alice):
 
 def test_an_edit_after_a_launch_makes_revision_2_and_the_cluster_keeps_1(demo, alice):
     cluster = placed(launch(alice, demo, "kept"))
-    before = {p.name: (p.command, p.environment, p.fingerprint()) for p in plans.plans_for(cluster)}
+    before = {
+        p.name: (p.command, p.environment, p.fingerprint())
+        for p in container_specs.plans_for(cluster)
+    }
 
     edit(demo)
     later = launch(alice, demo, "later")
@@ -74,12 +77,15 @@ def test_an_edit_after_a_launch_makes_revision_2_and_the_cluster_keeps_1(demo, a
     fresh = Cluster.objects.select_related("revision", "version__product").get(id=cluster.id)
     assert fresh.revision.number == 1
     # What a start, a resume or a re-placement builds is the launched spec, to the fingerprint.
-    after = {p.name: (p.command, p.environment, p.fingerprint()) for p in plans.plans_for(fresh)}
+    after = {
+        p.name: (p.command, p.environment, p.fingerprint())
+        for p in container_specs.plans_for(fresh)
+    }
     assert after == before
     assert all("EDITED" not in env for _command, env, _fp in after.values())
     assert "edited" not in " ".join(c for command, _e, _f in after.values() for c in command)
     # ...and a cluster launched after the edit gets the edit.
-    new_plans = plans.plans_for(placed(later))
+    new_plans = container_specs.plans_for(placed(later))
     assert all(p.environment["EDITED"] == "yes" for p in new_plans)
 
 
@@ -88,11 +94,11 @@ def test_trust_taken_back_still_stops_a_cluster_of_an_older_revision(demo, alice
     demo.trusted = True
     demo.save()
     cluster = placed(launch(alice, demo, "trusted"))
-    assert len(plans.plans_for(cluster)) == 2
+    assert len(container_specs.plans_for(cluster)) == 2
     ProductVersion.objects.filter(id=demo.id).update(trusted=False, capabilities=[])
     fresh = Cluster.objects.select_related("revision", "version__product").get(id=cluster.id)
-    with pytest.raises(plans.UntrustedVersion, match="NET_ADMIN"):
-        plans.plans_for(fresh)
+    with pytest.raises(container_specs.UntrustedVersion, match="NET_ADMIN"):
+        container_specs.plans_for(fresh)
 
 
 def test_a_revision_refuses_an_update_and_a_delete_while_a_cluster_uses_it(demo, alice):

@@ -12,7 +12,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from apps.accounts.models import Quota
-from apps.clusters import backfill, queue
+from apps.clusters import backfill, queue_position
 from apps.clusters.admission import admit_queued, reserve_or_fail
 from apps.clusters.models import LIVE_STATES, Cluster
 from apps.clusters.reservation import Rejection, Reservation, reserve
@@ -62,7 +62,7 @@ def test_a_cluster_whose_lease_ends_before_the_head_can_start_goes_ahead(alice, 
         f"; first in the queue: can start by {when} when leases end; later clusters go ahead "
         "only if their leases end by then"
     )
-    assert queue.position(head).reason == head.reason  # what the user reads
+    assert queue_position.position(head).reason == head.reason  # what the user reads
 
 
 def test_a_cluster_whose_lease_ends_after_the_head_could_start_waits(alice, backfilling):
@@ -75,7 +75,7 @@ def test_a_cluster_whose_lease_ends_after_the_head_could_start_waits(alice, back
         f"waits behind big, first in the queue, which can start by {when}: this cluster's "
         f"lease ends at {long.expires_at:%Y-%m-%d %H:%M} UTC, later, so it could hold it back"
     )
-    assert queue.position(long).reason == long.reason
+    assert queue_position.position(long).reason == long.reason
     assert long.events.filter(message=f"waiting: {long.reason}").count() == 1
     admit_queued()  # the same reason again records no second event
     assert long.events.filter(message=f"waiting: {long.reason}").count() == 1
@@ -171,7 +171,7 @@ def test_without_backfill_nothing_passes_the_head(alice, backfilling, settings):
     waiting_head(alice)
     short = make_cluster(alice, wants(1, disks=1), lease_hours=1)
     assert admit_queued() == []
-    assert queue.position(short).reason.startswith("waits its turn: 1 cluster ahead of it")
+    assert queue_position.position(short).reason.startswith("waits its turn: 1 cluster ahead of it")
     outcome = reserve_or_fail(short.id)  # its launch task does not jump the queue either
     assert isinstance(outcome, Rejection) and outcome.cause == "turn"
     assert state(short) == "queued"

@@ -7,8 +7,8 @@ from docker.errors import APIError, NotFound
 
 from apps.catalog.models import ProductVersion
 from apps.catalog.services import load_catalog
+from apps.clusters.container_specs import UntrustedVersion, plans_for
 from apps.clusters.models import Cluster
-from apps.clusters.plans import UntrustedVersion, plans_for
 from apps.nodes import (
     NodeClient,
     NodeConflict,

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import idle, logs, queue, services, states
+from apps.clusters import idle, logs, queue_position, services, states
 from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
@@ -119,7 +119,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "connection": connection_details(cluster, request.user),
         "polling": cluster.state in MOVING,
         "live": _live(cluster.state),
-        "queue": queue.position(cluster),
+        "queue": queue_position.position(cluster),
         "provisioning": launch_provisioning(cluster),
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
