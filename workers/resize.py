@@ -5,19 +5,27 @@ Growing: the instances the request added are reserved all or nothing (the launch
 reservation), their containers created on the cluster's network with every member in their
 hosts, the older members given the new names (/etc/hosts), then the product's configure steps
 run again for the new shape (new DataNodes and NodeManagers live, new Spark workers ALIVE).
+Cassandra's new nodes join one at a time instead (JOINS): each bootstraps (UJ, streaming its
+ranges) and is UN before the next starts; then the older nodes run nodetool cleanup.
 Shrinking: the leaving instances are drained by the product first (HDFS decommission, Spark
-executors ended), then stopped, removed and released, their data kept as a destroy keeps it.
+executors ended, Cassandra's nodetool decommission one node at a time), then stopped, removed
+and released, their data kept as a destroy keeps it.
 
 Safe to run again after a worker died half-way: each phase looks at the instances' records
 (pending, reserved, running) and at the product's own state. A resize that cannot finish
 (no room, a drain past RESIZE_DRAIN_SECONDS) puts back what it changed and ends with the
 cluster running as before and the reason as an error event: never a half-removed node. A
-node that does not answer is left to the runner (retried, then the cluster fails)."""
+Cassandra node that joined or left the ring is not put back (that would stream its data once
+more): the cluster runs on at the size reached, which the event says. A node that does not
+answer is left to the runner (retried, then the cluster fails)."""
 
 import json
 import logging
+import re
 import shlex
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -26,12 +34,13 @@ from django.utils import timezone
 from apps import nodes
 from apps.clusters import container_specs as plans
 from apps.clusters import resize as rules
-from apps.clusters.credentials import credentials_of, redact
+from apps.clusters.credentials import ENV_PASSWORD, ENV_SECRET, ENV_USER, credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
 from apps.clusters.reservation import Rejection, reserve_added
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Address, Disk, Network
-from apps.nodes import parallel
+from apps.nodes import NodeError, parallel
+from apps.nodes.specs import ContainerSpec
 
 from . import lifecycle
 
@@ -39,6 +48,7 @@ log = logging.getLogger(__name__)
 S = Cluster.State
 I = Instance.State  # noqa: E741
 ERROR = ClusterEvent.Level.ERROR
+WARNING = ClusterEvent.Level.WARNING
 
 
 class ResizeFailed(Exception):
@@ -57,6 +67,8 @@ def resize(cluster_id: int) -> str:
         return cluster.state
     role = rules.scaling_of(cluster).role
     target = cluster.resize_to
+    members = cluster.instances.filter(role=role, active=True)
+    before = members.exclude(state__in=(I.PENDING, I.RESERVED)).count()
     added = list(cluster.instances.filter(role=role, state__in=(I.PENDING, I.RESERVED)))
     try:
         if added:
@@ -67,7 +79,10 @@ def resize(cluster_id: int) -> str:
                 _shrink(cluster, leaving)
     except ResizeFailed as failure:
         record_event(cluster_id, f"resize failed: {failure}", ERROR)
-        _end(cluster_id, f"resize failed, size unchanged: {failure}")
+        # Cassandra nodes that joined or left before the failure are not put back.
+        now = members.count()
+        size = "size unchanged" if now == before else f"now {now} {role}s (from {before})"
+        _end(cluster_id, f"resize failed, {size}: {failure}")
         return Cluster.objects.get(id=cluster_id).state
     count = cluster.instances.filter(role=role, active=True).count()
     _end(cluster_id, f"resized to {count} {role}s")
@@ -93,22 +108,44 @@ def _grow(cluster: Cluster, added: list[Instance]) -> None:
         disks = sum(len(p.disk_ids) for p in outcome.placements)
         record_event(cluster.id, f"reserved {len(unreserved)} instances with {disks} disks")
     ids = {i.id for i in added}
+    JOINS.get(cluster.version.product.name, join_together)(cluster, ids)
+    Instance.objects.filter(id__in=ids, active=True).update(state=I.RUNNING, restarts=0)
+
+
+def join_together(cluster: Cluster, ids: set[int]) -> None:
+    """The new instances start at once and the product's checks run again; when any of it
+    fails they are all removed and given back (ResizeFailed)."""
     try:
         if (admit := ADMITS.get(cluster.version.product.name)) is not None:
             admit(cluster, list(Instance.objects.filter(id__in=ids).select_related("address")))
         _start(cluster, ids)
         _add_hosts(cluster, ids)
         configure_again(cluster)
+    except ResizeFailed:
+        _remove(cluster, list(Instance.objects.filter(id__in=ids)), keep_data=False)
+        raise
     except (lifecycle.StepFailed, TimeoutError) as error:
         _remove(cluster, list(Instance.objects.filter(id__in=ids)), keep_data=False)
         raise ResizeFailed(f"the new instances did not join: {error}") from error
-    Instance.objects.filter(id__in=ids, active=True).update(state=I.RUNNING, restarts=0)
 
 
 def _start(cluster: Cluster, ids: set[int]) -> None:
     """The added instances' containers, as a launch makes them (images and network on their
     nodes first)."""
     specs = [s for s in plans.plans_for(cluster) if s.instance_id in ids]
+    _prepare(cluster, specs)
+    results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
+    for spec, outcome in zip(specs, results, strict=True):
+        if isinstance(outcome, Exception):
+            raise lifecycle._named(outcome, f"could not start {spec.hostname}")
+        Instance.objects.filter(id=spec.instance_id).update(container_id=outcome[0])
+        record_event(cluster.id, f"{spec.hostname} started on {spec.node.name}")
+
+
+def _prepare(cluster: Cluster, specs: list[ContainerSpec]) -> None:
+    """The specs' images and the cluster's network on their nodes, and disks handed over
+    from another cluster emptied of its data (as a launch prepares its nodes)."""
+    ids = {s.instance_id for s in specs}
     held = cluster.instances.filter(id__in=ids).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
     on_nodes = {s.node.id: s.node for s in specs}
@@ -129,12 +166,6 @@ def _start(cluster: Cluster, ids: set[int]) -> None:
     for outcome in prepared:
         if isinstance(outcome, Exception):
             raise outcome
-    results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
-    for spec, outcome in zip(specs, results, strict=True):
-        if isinstance(outcome, Exception):
-            raise lifecycle._named(outcome, f"could not start {spec.hostname}")
-        Instance.objects.filter(id=spec.instance_id).update(container_id=outcome[0])
-        record_event(cluster.id, f"{spec.hostname} started on {spec.node.name}")
 
 
 def _add_hosts(cluster: Cluster, ids: set[int]) -> None:
@@ -184,10 +215,18 @@ def configure_again(cluster: Cluster) -> None:
         record_event(cluster.id, step.description)
 
 
+# The container has them already (they do not change); an exec's argv is no place for them.
+CREDENTIAL_VARIABLES = {ENV_USER, ENV_PASSWORD, ENV_SECRET}
+
+
 def _template_env(environment: dict[str, str]) -> list[str]:
     """The product's own PLATTER_* variables (the shape of the cluster); credentials are not
     passed on a command line."""
-    return [f"{k}={v}" for k, v in sorted(environment.items()) if k.startswith("PLATTER_")]
+    return [
+        f"{k}={v}"
+        for k, v in sorted(environment.items())
+        if k.startswith("PLATTER_") and k not in CREDENTIAL_VARIABLES
+    ]
 
 
 # ------------------------------------------------------------------ shrinking
@@ -198,7 +237,9 @@ def _shrink(cluster: Cluster, leaving: list[Instance]) -> None:
     drain = DRAINS.get(product)
     if drain is not None:
         drain(cluster, leaving)
-    _remove(cluster, leaving, keep_data=True)
+    # A drain may have removed some itself (Cassandra: each node once it left the ring).
+    ids = [i.id for i in leaving]
+    _remove(cluster, list(Instance.objects.filter(id__in=ids, active=True)), keep_data=True)
 
 
 def _remove(cluster: Cluster, instances: list[Instance], keep_data: bool) -> None:
@@ -437,5 +478,476 @@ def drain_spark(cluster: Cluster, leaving: list[Instance]) -> None:
         time.sleep(settings.RESIZE_POLL_SECONDS)
 
 
-DRAINS = {"hadoop": drain_hadoop, "spark": drain_spark}
-ADMITS = {"hadoop": admit_hadoop}
+# ------------------------------------------------------------------ Cassandra's ring
+#
+# Every change goes through a seed's view of the ring (`nodetool status`; seeds never leave)
+# and through cqlsh on that seed, logged in as the owner by root's ~/.cassandra/credentials
+# (cassandra-start writes it).
+
+NODETOOL_SECONDS = 120
+CQLSH_SECONDS = 90
+# How long a node that did not join may stay listed (gossip forgets a dead joining node after
+# its ring delay; one that became a member is removed with nodetool removenode).
+FORGET_SECONDS = 120
+RESTART_SECONDS = 300  # a restarted node back to UN (JVM start, commit log replay, gossip)
+DECOMMISSION_LOG = "/var/log/platter-decommission.log"
+DECOMMISSION_RC = "/var/log/platter-decommission.rc"
+# In the background: it runs as long as the streaming does; the worker follows the ring. Not
+# twice: a resumed resize may come before the node said it was leaving.
+DECOMMISSION = (
+    "pgrep -f '[N]odeTool.* decommission' > /dev/null && exit 0; "
+    f"rm -f {DECOMMISSION_RC}; "
+    f"(nodetool decommission; echo $? > {DECOMMISSION_RC}) > {DECOMMISSION_LOG} 2>&1 "
+    "< /dev/null &"
+)
+DECOMMISSION_OUTCOME = f"cat {DECOMMISSION_RC} && tail -c 300 {DECOMMISSION_LOG}"
+# The start script's switch: a node added to a running ring streams its ranges before it
+# serves them (a launch's nodes start at once as a brand-new ring, without).
+BOOTSTRAP = {"CASSANDRA_AUTO_BOOTSTRAP": "true"}
+STATUS_LINE = re.compile(r"^([UD][NLJM])\s+(\S+)\s")
+HOST_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+@dataclass(frozen=True)
+class RingMember:
+    state: str  # nodetool's two letters: Up/Down, then Normal/Leaving/Joining/Moving
+    address: str
+    host_id: str
+    datacenter: str
+
+
+def parse_ring(output: str) -> dict[str, RingMember]:
+    """`nodetool status` as ring members by address."""
+    members: dict[str, RingMember] = {}
+    datacenter = ""
+    for line in output.splitlines():
+        if line.startswith("Datacenter:"):
+            datacenter = line.split(":", 1)[1].strip()
+            continue
+        found = STATUS_LINE.match(line)
+        if found is None:
+            continue
+        address = found.group(2).split(":")[0]  # an ip:port with --print-port
+        host_id = HOST_ID.search(line)
+        members[address] = RingMember(
+            found.group(1), address, host_id.group(0) if host_id else "", datacenter
+        )
+    return members
+
+
+def _container(instance: Instance) -> str:
+    return plans.container_name(instance.cluster_id, instance.role, instance.index)
+
+
+def _ip(instance: Instance) -> str:
+    return instance.address.ip if instance.address else ""
+
+
+def ring_of(observer: Instance) -> dict[str, RingMember]:
+    """The ring as the observer (a seed) sees it."""
+    return parse_ring(
+        _run(observer, _container(observer), ["nodetool", "status"], NODETOOL_SECONDS)
+    )
+
+
+def cql(observer: Instance, statement: str) -> str:
+    """cqlsh on the observer, logged in as the cluster's owner."""
+    argv = [
+        "cqlsh",
+        "--no-color",
+        f"--request-timeout={CQLSH_SECONDS - 30}",
+        observer.hostname,
+        "9042",
+        "-e",
+        statement,
+    ]
+    return _run(observer, _container(observer), argv, CQLSH_SECONDS)
+
+
+def keyspace_factors(observer: Instance) -> dict[str, int]:
+    """Each keyspace's replication factor, from system_schema.keyspaces."""
+    output = cql(observer, "SELECT JSON keyspace_name, replication FROM system_schema.keyspaces")
+    factors = {}
+    for line in output.splitlines():
+        if line.strip().startswith("{"):
+            row = json.loads(line)
+            factors[row["keyspace_name"]] = rules.replication_factor(row["replication"])
+    if not factors:
+        raise ResizeFailed(f"cqlsh listed no keyspaces: {output.strip()[-200:]}")
+    return factors
+
+
+def _observer(members: list[Instance]) -> Instance:
+    seeds = sorted((i for i in members if i.role == "seed"), key=lambda i: i.index)
+    if not seeds:
+        raise ResizeFailed("the cluster has no running seed")
+    return seeds[0]
+
+
+def _datacenter(ring: dict[str, RingMember], observer: Instance) -> str:
+    found = ring.get(_ip(observer))
+    return (found.datacenter if found else "") or "dc1"
+
+
+def _ring_ready(
+    ring: dict[str, RingMember],
+    members: list[Instance],
+    doing: str,
+    changing: list[Instance],
+    allowed: tuple[str, ...],
+) -> None:
+    """Every member, and anything else the ring lists, up and normal (UN); the nodes this
+    resize changes may also be in the `allowed` states or not listed (a resumed resize finds
+    them joining or leaving, or gone). ResizeFailed naming those that are not."""
+    problems = []
+    for member in members:
+        found = ring.get(_ip(member))
+        if found is None or found.state != "UN":
+            problems.append(f"{member.hostname} is {found.state if found else 'not in the ring'}")
+    for member in changing:
+        found = ring.get(_ip(member))
+        if found is not None and found.state not in ("UN", *allowed):
+            problems.append(f"{member.hostname} is {found.state}")
+    ours = {_ip(m) for m in [*members, *changing]}
+    problems += [f"{a} is {m.state}" for a, m in ring.items() if a not in ours and m.state != "UN"]
+    if problems:
+        raise ResizeFailed(
+            f"{'; '.join(problems)}: every node must be up and normal (UN in nodetool status) "
+            f"before {doing}"
+        )
+
+
+def join_cassandra(cluster: Cluster, ids: set[int]) -> None:
+    """The new nodes join the ring one at a time: each starts only once the one before is UN
+    (bootstrapping nodes at once could pick overlapping ranges and stream from nodes about to
+    give them away); the seeds are unchanged. Then system_auth is replicated to
+    min(3, nodes) and repaired, the product's checks run again, and the older nodes run
+    nodetool cleanup. When one does not join, it and those not started are removed and given
+    back, those that joined stay, and the older nodes still clean up (ResizeFailed)."""
+    members = list(
+        cluster.instances.filter(active=True).select_related("node", "address").order_by("id")
+    )
+    old = [i for i in members if i.id not in ids]
+    new = sorted((i for i in members if i.id in ids), key=lambda i: i.index)
+    observer: Instance | None = None
+    joined: list[Instance] = []
+    try:
+        observer = _observer(old)
+        ring = ring_of(observer)
+        # A resumed resize: those UN joined before the worker died.
+        joined = [i for i in new if getattr(ring.get(_ip(i)), "state", "") == "UN"]
+        _ring_ready(ring, old, "nodes join", new, ("UJ", "DJ", "DN"))
+        specs = {s.instance_id: s for s in plans.plans_for(cluster) if s.instance_id in ids}
+        _prepare(cluster, list(specs.values()))
+        _add_hosts(cluster, ids)
+        for instance in new:
+            if instance not in joined:
+                _join_one(cluster, observer, instance, specs[instance.id])
+                joined.append(instance)
+    except (ResizeFailed, lifecycle.StepFailed, TimeoutError) as error:
+        Instance.objects.filter(id__in=[i.id for i in joined]).update(state=I.RUNNING, restarts=0)
+        notes = _drop_joiners(cluster, observer, [i for i in new if i not in joined])
+        if joined:
+            _clean_up(cluster, old)
+            stay = ", ".join(i.hostname for i in joined)
+            notes.append(f"{stay} joined and stay{'s' if len(joined) == 1 else ''}")
+        raise ResizeFailed("; ".join([str(error), *notes])) from error
+    try:
+        _replicate_auth(cluster, observer, members, _datacenter(ring, observer))
+        configure_again(cluster)
+    except (ResizeFailed, lifecycle.StepFailed, TimeoutError) as error:
+        Instance.objects.filter(id__in=ids).update(state=I.RUNNING, restarts=0)
+        _clean_up(cluster, old)
+        raise ResizeFailed(f"the new nodes joined, but {error}") from error
+    _clean_up(cluster, old)
+
+
+def _join_one(
+    cluster: Cluster, observer: Instance, instance: Instance, spec: ContainerSpec
+) -> None:
+    """Start the node (unless a resumed resize started it) and wait until the observer sees
+    it UN, reporting UJ; ResizeFailed when its container stops or past RESIZE_DRAIN_SECONDS."""
+    assert instance.node is not None  # reserved
+    client = nodes.client(instance.node)
+    state = client.container_state(spec.name)
+    if state is None:
+        _empty_disks(cluster, instance)
+    if state != "running":
+        container_id, _ = client.ensure_running(
+            replace(spec, environment={**spec.environment, **BOOTSTRAP})
+        )
+        Instance.objects.filter(id=instance.id).update(container_id=container_id)
+        record_event(cluster.id, f"{instance.hostname} started on {instance.node.name}")
+    deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+    said, why = "", "not in the ring yet"
+    while True:
+        try:
+            found = ring_of(observer).get(_ip(instance))
+        except ResizeFailed as error:  # a busy seed's nodetool; asked again
+            found, why = None, str(error)
+        if found is not None and found.state == "UN":
+            record_event(cluster.id, f"{instance.hostname} joined the ring (UN)")
+            return
+        if found is not None:
+            why = found.state
+            progress = f"{instance.hostname} is joining the ring ({found.state})"
+            if found.state == "UJ":
+                progress += ": streaming its share of the data"
+            if progress != said:
+                record_event(cluster.id, progress)
+                said = progress
+        if client.container_state(spec.name) not in ("running", "restarting"):
+            raise ResizeFailed(
+                f"{instance.hostname} stopped while joining the ring: "
+                f"{_last_words(cluster, instance)}"
+            )
+        if time.monotonic() > deadline:
+            raise ResizeFailed(
+                f"{instance.hostname} did not join the ring in {settings.RESIZE_DRAIN_SECONDS} "
+                f"s ({why})"
+            )
+        time.sleep(settings.RESIZE_POLL_SECONDS)
+
+
+def _last_words(cluster: Cluster, instance: Instance) -> str:
+    """The end of a container's log, secrets masked; empty when the node has none."""
+    assert instance.node is not None  # reserved
+    try:
+        log = nodes.client(instance.node).logs(_container(instance), 5)
+    except NodeError:
+        return ""
+    return redact(log, credentials_of(cluster)).strip()[-300:]
+
+
+def _empty_disks(cluster: Cluster, instance: Instance) -> None:
+    """A new node starts on empty disks: one that a removed member of this cluster kept its
+    data on (a shrink keeps it, as a destroy does) would make it start as that member, with
+    its host id and tokens (a decommissioned one refuses to start at all)."""
+    assert instance.node is not None  # reserved
+    site, name = plans.data_folder(cluster).split("/", 1)
+    disks = plans.disks_of([instance])[instance.id]
+    binds = [f"{d.mount_path}/{site}:/wipe/{n}:rw" for n, d in enumerate(disks, start=1)]
+    code, output = nodes.client(instance.node).run_helper(
+        ["sh", "-c", 'rm -rf /wipe/*/"$1"', "wipe", name],  # the folder as an argument
+        binds,
+        ("DAC_OVERRIDE", "FOWNER"),
+        labels=lifecycle.wipe_labels(cluster.id),
+    )
+    if code != 0:
+        raise ResizeFailed(f"could not empty the disks of {instance.hostname}: {output[-200:]}")
+
+
+def _drop_joiners(
+    cluster: Cluster, observer: Instance | None, instances: list[Instance]
+) -> list[str]:
+    """Remove and give back new nodes that did not join (their disks hold nothing worth
+    keeping), then see the ring forget them; returns what the user must know if it did not."""
+    if not instances:
+        return []
+    _remove(cluster, instances, keep_data=False)
+    if observer is None:
+        return []
+    notes = []
+    for instance in instances:
+        note = _forgotten(cluster, observer, instance)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def _forgotten(cluster: Cluster, observer: Instance, instance: Instance) -> str:
+    """Wait until the ring no longer lists a removed node: a joining one is forgotten by
+    gossip; one that had become a member (DN) is removed with nodetool removenode (its
+    ranges streamed from their other copies). Returns a note when it is still listed."""
+    deadline = time.monotonic() + FORGET_SECONDS
+    removing = False
+    while True:
+        try:
+            found = ring_of(observer).get(_ip(instance))
+        except ResizeFailed as error:
+            return f"whether the ring forgot {instance.hostname} is unknown: {error}"
+        if found is None:
+            return ""
+        if found.state in ("DN", "DL") and found.host_id and not removing:
+            record_event(cluster.id, f"nodetool removenode {instance.hostname} ({found.host_id})")
+            argv = ["nodetool", "removenode", found.host_id]
+            _run(observer, _container(observer), argv, settings.RESIZE_DRAIN_SECONDS)
+            removing = True
+            continue
+        if time.monotonic() > deadline:
+            return (
+                f"{instance.hostname} ({found.address}) is still listed in the ring "
+                f"({found.state}); nodetool removenode {found.host_id} on a seed removes it"
+            )
+        time.sleep(settings.RESIZE_POLL_SECONDS)
+
+
+def _replicate_auth(
+    cluster: Cluster, observer: Instance, members: list[Instance], datacenter: str
+) -> None:
+    """system_auth to min(3, nodes) copies, as cassandra-auth makes it at launch (and will
+    again in the checks), but repaired at once on every node: a node made a replica of the
+    owner's role without its data would refuse the owner's logins."""
+    wanted = min(3, len(members))
+    had = keyspace_factors(observer).get("system_auth", 0)
+    if had >= wanted:
+        return
+    cql(
+        observer,
+        "ALTER KEYSPACE system_auth WITH replication = "
+        f"{{'class': 'NetworkTopologyStrategy', '{datacenter}': {wanted}}}",
+    )
+    for member in members:  # -pr on every node: each range repaired once
+        argv = ["nodetool", "repair", "--full", "-pr", "system_auth"]
+        _run(member, _container(member), argv, settings.RESIZE_DRAIN_SECONDS)
+    record_event(
+        cluster.id, f"system_auth keeps {wanted} copies now (was {had}), repaired on every node"
+    )
+
+
+def _clean_up(cluster: Cluster, old: list[Instance]) -> None:
+    """nodetool cleanup on the nodes that were there before, one at a time: each drops the
+    ranges it gave the new nodes, which it would otherwise keep for ever (and serve again,
+    deletes forgotten, should it own them again after a shrink). A cleanup that fails is
+    worth a warning, not the resize: the data is where it should be."""
+    for member in old:
+        try:
+            _run(member, _container(member), ["nodetool", "cleanup"], settings.RESIZE_DRAIN_SECONDS)
+        except (ResizeFailed, TimeoutError) as error:
+            record_event(
+                cluster.id,
+                f"nodetool cleanup on {member.hostname} did not finish ({error}); the ranges "
+                "it gave away stay on its disks until it runs there",
+                WARNING,
+            )
+        else:
+            record_event(
+                cluster.id, f"nodetool cleanup on {member.hostname}: ranges it gave away dropped"
+            )
+
+
+def drain_cassandra(cluster: Cluster, leaving: list[Instance]) -> None:
+    """Refused before anything changes when a node is not UN or a keyspace keeps more copies
+    than nodes would stay (rules.ring_shrink_refusal); Cassandra's own keyspaces are lowered
+    to the nodes that stay instead. Then each leaving node, the highest index first, runs
+    nodetool decommission (streaming its data to the others), and once a seed's ring no
+    longer lists it, it is stopped, removed and released before the next one starts."""
+    ids = {i.id for i in leaving}
+    members = list(
+        cluster.instances.filter(active=True).select_related("node", "address").order_by("id")
+    )
+    leaving = sorted((i for i in members if i.id in ids), key=lambda i: -i.index)
+    staying = [i for i in members if i.id not in ids]
+    observer = _observer(staying)
+    ring = ring_of(observer)
+    _ring_ready(ring, staying, "a shrink", leaving, ("UL",))
+    factors = keyspace_factors(observer)
+    refusal = rules.ring_shrink_refusal(factors, len(staying))
+    if refusal:
+        raise ResizeFailed(refusal)
+    datacenter = _datacenter(ring, observer)
+    for name in rules.CASSANDRA_OWN_KEYSPACES:
+        if factors.get(name, 0) > len(staying):
+            cql(
+                observer,
+                f"ALTER KEYSPACE {name} WITH replication = "
+                f"{{'class': 'NetworkTopologyStrategy', '{datacenter}': {len(staying)}}}",
+            )
+            record_event(
+                cluster.id,
+                f"{name} keeps {len(staying)} copies now (was {factors[name]}): no more than "
+                "the nodes that stay",
+            )
+    for instance in leaving:
+        _decommission(cluster, observer, instance)
+        _stop_leaving(cluster, [instance])
+        _remove(cluster, [instance], keep_data=True)
+
+
+def _decommission(cluster: Cluster, observer: Instance, instance: Instance) -> None:
+    """nodetool decommission on the node (unless a resumed resize started it), followed in
+    the observer's ring until the node is gone. When it fails, its container stops, or it runs
+    past RESIZE_DRAIN_SECONDS, the node is put back into the ring (ResizeFailed)."""
+    name = instance.hostname
+    found = ring_of(observer).get(_ip(instance))
+    if found is None:
+        return  # it left before a worker died
+    if found.state != "UL":
+        _run(instance, _container(instance), ["sh", "-c", DECOMMISSION], 60)
+        record_event(
+            cluster.id, f"nodetool decommission on {name}: it streams its data to the others"
+        )
+    deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+    said = ""
+    while True:
+        found = ring_of(observer).get(_ip(instance))
+        if found is None:
+            break
+        progress = f"{name} is leaving the ring ({found.state})"
+        if found.state == "UL":
+            progress += ": streaming its data to the others"
+        if progress != said and found.state != "UN":  # UN: it has not started leaving yet
+            record_event(cluster.id, progress)
+            said = progress
+        failure = ""
+        if not _running(cluster, instance):
+            failure = f"{name} stopped while leaving the ring"
+        elif (outcome := _decommission_outcome(instance)) is not None and outcome[0] != 0:
+            failure = f"nodetool decommission on {name} failed: {outcome[1]}"
+        elif time.monotonic() > deadline:
+            failure = f"the decommission of {name} did not end in {settings.RESIZE_DRAIN_SECONDS} s"
+        if failure:
+            back = _back_in_ring(cluster, observer, instance)
+            if back is None:
+                break
+            raise ResizeFailed(f"{failure}; {back}")
+        time.sleep(settings.RESIZE_POLL_SECONDS)
+    record_event(cluster.id, f"{name} left the ring (decommissioned)")
+
+
+def _decommission_outcome(instance: Instance) -> tuple[int, str] | None:
+    """The background nodetool decommission's exit code and last output; None while it runs."""
+    assert instance.node is not None  # a member
+    code, output = nodes.client(instance.node).exec(
+        _container(instance), ["sh", "-c", DECOMMISSION_OUTCOME], 30
+    )
+    first, _, rest = output.strip().partition("\n")
+    if code != 0 or not first.strip().isdigit():
+        return None
+    return int(first), " ".join(rest.split())[-300:]
+
+
+def _back_in_ring(cluster: Cluster, observer: Instance, instance: Instance) -> str | None:
+    """A node whose decommission did not end serves as before: one still leaving (UL) is
+    restarted, which ends its decommission (the data it streamed is the others' to clean
+    up). Returns how it stands, for the failure's message; None if it left after all."""
+    found = ring_of(observer).get(_ip(instance))
+    if found is None:
+        return None
+    if found.state == "UN":
+        return f"{instance.hostname} stays in the ring"
+    assert instance.node is not None  # a member
+    client = nodes.client(instance.node)
+    client.stop(_container(instance))
+    client.start(_container(instance))
+    record_event(cluster.id, f"{instance.hostname} restarted: its decommission is abandoned")
+    deadline = time.monotonic() + RESTART_SECONDS
+    while True:
+        found = ring_of(observer).get(_ip(instance))
+        if found is not None and found.state == "UN":
+            return f"{instance.hostname} was restarted and is back in the ring (UN)"
+        if time.monotonic() > deadline:
+            state = found.state if found else "not in the ring"
+            return f"{instance.hostname} was restarted but is {state} after {RESTART_SECONDS} s"
+        time.sleep(settings.RESIZE_POLL_SECONDS)
+
+
+# How each product takes part: a drain before leaving instances are removed, an admit before
+# new ones start, or a join instead of starting them all at once (join_together).
+DRAINS: dict[str, Callable[[Cluster, list[Instance]], None]] = {
+    "hadoop": drain_hadoop,
+    "spark": drain_spark,
+    "cassandra": drain_cassandra,
+}
+ADMITS: dict[str, Callable[[Cluster, list[Instance]], None]] = {"hadoop": admit_hadoop}
+JOINS: dict[str, Callable[[Cluster, set[int]], None]] = {"cassandra": join_cassandra}

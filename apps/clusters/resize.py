@@ -1,7 +1,8 @@
 """The rules of a resize: which role a cluster grows or shrinks, to what sizes, and what a
 shrink must leave standing. Plain functions over the cluster's records (no node calls): the
 request (services.request_resize) refuses with their words, the worker (workers/resize.py)
-does the node work and the checks that need the product's own answer (HDFS used bytes).
+does the node work and the checks that need the product's own answer (HDFS used bytes, the
+replication of Cassandra's keyspaces: the rule is here, the worker reads the keyspaces).
 
 A product's size is the launch option that sets the count of one role (``size``, CESGA's
 name); the bounds are that option's and that role's together."""
@@ -20,12 +21,13 @@ S = Cluster.State
 # servers (each its own data), MongoDB's replica set membership is not managed by Platter.
 NOT_RESIZABLE = {
     "mongodb": "its members are independent servers, each with its own data",
-    # Until nodes join one at a time (UJ then UN, then cleanup) and leave by decommission.
-    "cassandra": "Platter cannot yet move a Cassandra ring's data onto new nodes or off "
-    "leaving ones",
 }
 # Products whose data lives in HDFS on the scalable role (replication checks, decommission).
 HDFS_PRODUCTS = {"hadoop"}
+# Cassandra's own keyspaces that Platter replicates to the ring's size (system_auth to
+# min(3, nodes) by cassandra-auth): a shrink lowers them rather than being refused by them
+# (Cassandra's decommission itself refuses to leave fewer nodes than any keyspace's copies).
+CASSANDRA_OWN_KEYSPACES = ("system_auth", "system_distributed", "system_traces")
 
 
 class ResizeRefused(ValueError):
@@ -165,10 +167,48 @@ def plan(cluster: Cluster, workers: object) -> ResizePlan:
 
 
 def leaving(cluster: Cluster, role: str, target: int) -> list[Instance]:
-    """The instances a shrink to `target` removes: the newest of the role (highest index)."""
+    """The instances a shrink to `target` removes: the newest of the role (highest index).
+    Cassandra's seeds are a role of their own, never the scalable one: no shrink removes one."""
     members = list(
         Instance.objects.filter(cluster=cluster, role=role, active=True)
         .select_related("node")
         .order_by("index")
     )
     return members[target:]
+
+
+def replication_factor(replication: dict[str, str]) -> int:
+    """The copies a keyspace keeps, from its replication map in system_schema.keyspaces:
+    SimpleStrategy's replication_factor, NetworkTopologyStrategy's largest per-datacenter
+    count (a Platter ring is one datacenter); 0 for LocalStrategy (each node's own)."""
+    strategy = str(replication.get("class", "")).rsplit(".", 1)[-1]
+    if strategy == "SimpleStrategy":
+        return _copies(replication.get("replication_factor", "1"))
+    if strategy == "NetworkTopologyStrategy":
+        return max((_copies(v) for k, v in replication.items() if k != "class"), default=0)
+    return 0
+
+
+def _copies(value: object) -> int:
+    # "3", or "3/1" with transient replicas: every replica needs a node.
+    return int(str(value).split("/", 1)[0])
+
+
+def ring_shrink_refusal(factors: dict[str, int], staying: int) -> str | None:
+    """Why a Cassandra ring cannot shrink to `staying` nodes (seeds included), or None: a
+    keyspace keeping more copies than nodes would stay (the one keeping the most is named).
+    Cassandra's own keyspaces do not count: the worker lowers them to the nodes that stay."""
+    over = {
+        name: copies
+        for name, copies in factors.items()
+        if copies > staying and name not in CASSANDRA_OWN_KEYSPACES
+    }
+    if not over:
+        return None
+    name = min(over, key=lambda k: (-over[k], k))
+    copies = over[name]
+    return (
+        f"keyspace {name} has replication factor {copies}: at least {copies} Cassandra nodes "
+        f"(seeds included) must stay, and this shrink would leave {staying}; lower its "
+        "replication (ALTER KEYSPACE) or keep more nodes"
+    )
