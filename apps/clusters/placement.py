@@ -8,11 +8,17 @@ on large inventories and concurrent reservations mostly look at different nodes.
 
 import functools
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
+from apps.inventory.models import Disk, Node
+
+from .models import Cluster, Instance
+from .node_usage import column, literal, table, usage_joins
 from .quotas import DISK_KINDS
 
 
@@ -49,46 +55,69 @@ class NodeFree:
         return (stranded, round(left + disks / max(self.total_disks, 1), 6))
 
 
+@functools.cache
+def _names() -> dict[str, str]:
+    """The tables, columns and states placement's SQL names, read from the models."""
+    return {
+        "node": table(Node),
+        "n_id": column(Node, "pk"),
+        "n_cores": column(Node, "cores"),
+        "n_memory": column(Node, "memory_mb"),
+        "n_state": column(Node, "state"),
+        "active_node": literal(Node.State.ACTIVE),
+        "cluster": table(Cluster),
+        "c_id": column(Cluster, "pk"),
+        "c_avoid": column(Cluster, "avoid_nodes"),
+        "c_reuse": column(Cluster, "reuse_data_of"),
+        "instance": table(Instance),
+        "i_cluster": column(Instance, "cluster"),
+        "i_cores": column(Instance, "cores"),
+        "i_memory": column(Instance, "memory_mb"),
+        "i_disks": column(Instance, "disks"),
+        "i_kind": column(Instance, "disk_kind"),
+    }
+
+
 # Free cores, memory and disks (of the asked kinds) of the nodes matching {where}, which may
-# use n (the node), u (what active instances use) and k (free disks per kind). The disks of a
-# node are counted once, from the partial index of available disks.
+# use n (the node), u (what active instances use) and k (free disks per kind): the node usage
+# of node_usage.usage_joins. Rows are read by these column names (parse).
 FREE_SQL = """
-SELECT n.id, n.cores - COALESCE(u.cores, 0) AS cores,
-       n.memory_mb - COALESCE(u.memory, 0) AS memory_mb, {kinds},
-       n.cores AS total_cores, n.memory_mb AS total_memory_mb
-FROM inventory_node n
-LEFT JOIN LATERAL (
-    SELECT SUM(i.cores) AS cores, SUM(i.memory_mb) AS memory
-    FROM clusters_instance i WHERE i.node_id = n.id AND i.active
-) u ON TRUE
-CROSS JOIN LATERAL (
-    SELECT {counts} FROM inventory_disk d
-    WHERE d.node_id = n.id AND d.state = 'available' AND d.kind IN ({names})
-) k
+SELECT n.{n_id} AS node_id, n.{n_cores} - COALESCE(u.cores, 0) AS cores,
+       n.{n_memory} - COALESCE(u.memory_mb, 0) AS memory_mb, {kinds},
+       n.{n_cores} AS total_cores, n.{n_memory} AS total_memory_mb
+FROM {node} n{usage}
 WHERE {where}
 """
 
 
 def _sql(where: str, kinds: tuple[str, ...], suffix: str = "") -> str:
     """FREE_SQL counting `kinds`, which must come from DISK_KINDS (they become SQL text)."""
-    return (
-        FREE_SQL.format(
-            kinds=", ".join(f"k.{kind}" for kind in kinds),
-            counts=", ".join(f"COUNT(*) FILTER (WHERE d.kind = '{k}') AS {k}" for k in kinds),
-            names=", ".join(f"'{kind}'" for kind in kinds),
-            where=where,
-        )
-        + suffix
-    )
+    kind_columns = ", ".join(f"k.{kind} AS {kind}" for kind in kinds)
+    usage = usage_joins(kinds)
+    return FREE_SQL.format(kinds=kind_columns, usage=usage, where=where, **_names()) + suffix
 
 
-def parse(rows: list[tuple], kinds) -> list[NodeFree]:
-    """Rows of FREE_SQL (as built by the statements below) as NodeFree."""
+def named_rows(cursor) -> list[dict[str, Any]]:
+    """The fetched rows of a DB-API cursor as {column name: value}."""
+    names = [col.name for col in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def parse(rows: Iterable[Mapping[str, Any]], kinds: Iterable[str]) -> list[NodeFree]:
+    """Rows of FREE_SQL (as built by the statements below, read as {column: value}, e.g. by
+    psycopg's dict_row or named_rows) as NodeFree."""
     result = []
     for row in rows:
-        disks = dict(zip(kinds, row[3 : 3 + len(kinds)], strict=True))
-        free = NodeFree(row[0], row[1], row[2], disks, row[-2], row[-1])
-        free.total_disks = sum(disks.values())
+        disks = {kind: row[kind] for kind in kinds}
+        free = NodeFree(
+            node_id=row["node_id"],
+            cores=row["cores"],
+            memory_mb=row["memory_mb"],
+            disks=disks,
+            total_cores=row["total_cores"],
+            total_memory_mb=row["total_memory_mb"],
+            total_disks=sum(disks.values()),
+        )
         result.append(free)
     return result
 
@@ -96,7 +125,7 @@ def parse(rows: list[tuple], kinds) -> list[NodeFree]:
 def _fetch(statement: tuple[str, list | dict], kinds) -> list[NodeFree]:
     with connection.cursor() as cursor:
         cursor.execute(*statement)
-        return parse(cursor.fetchall(), kinds)
+        return parse(named_rows(cursor), kinds)
 
 
 def free_statement(node_ids: list[int], kinds=DISK_KINDS) -> tuple[str, list, tuple[str, ...]]:
@@ -108,7 +137,7 @@ def free_statement(node_ids: list[int], kinds=DISK_KINDS) -> tuple[str, list, tu
 
 @functools.cache
 def _free_sql(kinds: tuple[str, ...]) -> str:
-    return _sql("n.id = ANY(%s::bigint[])", kinds)
+    return _sql("n.{n_id} = ANY(%s::bigint[])".format(**_names()), kinds)
 
 
 def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
@@ -126,12 +155,13 @@ def free_on(node_ids: list[int], kinds=DISK_KINDS) -> dict[int, NodeFree]:
 # back to the nodes holding their data. kind is NULL when the instances ask for several kinds.
 GIVEN_WANT = """SELECT %(cores)s::int AS cores, %(memory)s::int AS memory, %(disks)s::int AS disks,
     %(kind)s::text AS kind, %(avoid)s::bigint[] AS avoid, %(window)s::int AS size"""
-CLUSTER_WANT = """SELECT MIN(i.cores) AS cores, MIN(i.memory_mb) AS memory, MIN(i.disks) AS disks,
-    CASE WHEN COUNT(DISTINCT i.disk_kind) = 1 THEN MIN(i.disk_kind) END AS kind,
-    ARRAY(SELECT jsonb_array_elements_text(c.avoid_nodes)::bigint) AS avoid,
+CLUSTER_WANT = """SELECT MIN(i.{i_cores}) AS cores, MIN(i.{i_memory}) AS memory,
+    MIN(i.{i_disks}) AS disks,
+    CASE WHEN COUNT(DISTINCT i.{i_kind}) = 1 THEN MIN(i.{i_kind}) END AS kind,
+    ARRAY(SELECT jsonb_array_elements_text(c.{c_avoid})::bigint) AS avoid,
     GREATEST(%(window)s::int, 2 * COUNT(*))::int AS size
-    FROM clusters_cluster c JOIN clusters_instance i ON i.cluster_id = c.id
-    WHERE c.id = %(cluster)s AND c.reuse_data_of_id IS NULL GROUP BY c.id"""
+    FROM {cluster} c JOIN {instance} i ON i.{i_cluster} = c.{c_id}
+    WHERE c.{c_id} = %(cluster)s AND c.{c_reuse} IS NULL GROUP BY c.{c_id}"""
 
 
 def candidates_statement(
@@ -167,26 +197,27 @@ def cluster_candidates_statement(cluster_id: int) -> tuple[str, dict, tuple[str,
 # part fills it.
 CANDIDATES_SQL = """
 WITH want AS ({want}),
-pivot AS (SELECT MIN(id) + floor(random() * (MAX(id) - MIN(id) + 1))::bigint AS id
-          FROM inventory_node)
+pivot AS (SELECT MIN({n_id}) + floor(random() * (MAX({n_id}) - MIN({n_id}) + 1))::bigint AS id
+          FROM {node})
 SELECT * FROM (({after}) UNION ALL ({before})) found LIMIT (SELECT size FROM want)
 """
-CANDIDATE_FIT = """n.state = 'active'
-    AND n.cores - COALESCE(u.cores, 0) >= (SELECT cores FROM want)
-    AND n.memory_mb - COALESCE(u.memory, 0) >= (SELECT memory FROM want)
-    AND NOT n.id = ANY((SELECT avoid FROM want)::bigint[])
+CANDIDATE_FIT = """n.{n_state} = {active_node}
+    AND n.{n_cores} - COALESCE(u.cores, 0) >= (SELECT cores FROM want)
+    AND n.{n_memory} - COALESCE(u.memory_mb, 0) >= (SELECT memory FROM want)
+    AND NOT n.{n_id} = ANY((SELECT avoid FROM want)::bigint[])
     AND ((SELECT kind FROM want) IS NULL
          OR CASE (SELECT kind FROM want) {disks} ELSE -1 END >= (SELECT disks FROM want))
-    AND n.id {side} (SELECT id FROM pivot)"""
+    AND n.{n_id} {side} (SELECT id FROM pivot)"""
 
 
 @functools.cache
 def _candidates_sql(want: str) -> str:
-    disks = " ".join(f"WHEN '{kind}' THEN k.{kind}" for kind in DISK_KINDS)
-    order = " ORDER BY n.id LIMIT (SELECT size FROM want)"
-    after = _sql(CANDIDATE_FIT.format(disks=disks, side=">="), DISK_KINDS, order)
-    before = _sql(CANDIDATE_FIT.format(disks=disks, side="<"), DISK_KINDS, order)
-    return CANDIDATES_SQL.format(want=want, after=after, before=before)
+    names = _names()
+    disks = " ".join(f"WHEN {literal(kind)} THEN k.{kind}" for kind in DISK_KINDS)
+    order = f" ORDER BY n.{names['n_id']} LIMIT (SELECT size FROM want)"  # noqa: S608  (model names)
+    after = _sql(CANDIDATE_FIT.format(disks=disks, side=">=", **names), DISK_KINDS, order)
+    before = _sql(CANDIDATE_FIT.format(disks=disks, side="<", **names), DISK_KINDS, order)
+    return CANDIDATES_SQL.format(want=want.format(**names), after=after, before=before, **names)
 
 
 def candidates(
@@ -234,21 +265,20 @@ class Shortage:
 
 
 def best_offer() -> Shortage:
-    maxima = ", ".join(f"MAX({kind})" for kind in DISK_KINDS)
-    free = _sql("n.state = 'active'", DISK_KINDS)
+    maxima = ", ".join(f"MAX({kind}) AS {kind}" for kind in DISK_KINDS)
+    free = _sql("n.{n_state} = {active_node}".format(**_names()), DISK_KINDS)
+    sql = f"SELECT {maxima}, MAX(cores) AS cores, MAX(memory_mb) AS memory_mb FROM ({free}) f"  # noqa: S608  (our constants)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {maxima}, MAX(cores), MAX(memory_mb) FROM ({free}) free")  # noqa: S608  (our constants)
-        row = cursor.fetchone()
-    disks = {k: row[i] or 0 for i, k in enumerate(DISK_KINDS)}
-    return Shortage(disks=disks, cores=row[-2] or 0, memory_mb=row[-1] or 0)
+        cursor.execute(sql)
+        (row,) = named_rows(cursor)
+    disks = {kind: row[kind] or 0 for kind in DISK_KINDS}
+    return Shortage(disks=disks, cores=row["cores"] or 0, memory_mb=row["memory_mb"] or 0)
 
 
 def pool_as_built() -> list[NodeFree]:
     """Every node of the pool as if nothing ran on it: all its cores, memory and usable disks
     (not failed or retired). Nodes that are down or in maintenance count (they come back);
     draining ones do not (they are leaving)."""
-    from apps.inventory.models import Disk, Node
-
     staying = [Node.State.ACTIVE, Node.State.DOWN, Node.State.MAINTENANCE]
     nodes = {
         n.id: NodeFree(n.id, n.cores, n.memory_mb, {}, n.cores, n.memory_mb)

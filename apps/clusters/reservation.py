@@ -37,6 +37,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.rows import RowFactory, dict_row, tuple_row
 
 from apps.inventory.models import Address, Disk, Network, Node
 from apps.inventory.services import cluster_network
@@ -158,8 +159,9 @@ def fail(cluster_id: int, sources: str | Collection[str], why: str, **release_op
     return True
 
 
-def _pipelined(*statements: tuple[str, Any]) -> list[list[tuple]]:
-    """Rows of each (sql, params) statement, all sent in one round trip and run in order."""
+def _pipelined(*statements: tuple[str, Any] | tuple[str, Any, RowFactory[Any]]) -> list[list[Any]]:
+    """Rows of each (sql, params) statement, all sent in one round trip and run in order; a
+    third item, a psycopg row factory (e.g. dict_row), shapes that statement's rows."""
     conn = connection.connection  # the open connection of the current transaction
     # Prepared (planned once per connection) unless a transaction-mode pooler is configured,
     # which Django's DISABLE_SERVER_SIDE_CURSORS announces. Django switches psycopg's automatic
@@ -168,11 +170,13 @@ def _pipelined(*statements: tuple[str, Any]) -> list[list[tuple]]:
     prepare = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
     if prepare and conn.prepare_threshold is None:
         conn.prepare_threshold = sys.maxsize
-    cursors = [psycopg.Cursor(conn) for _ in statements]  # server-side binding
+    cursors = [  # server-side binding
+        psycopg.Cursor(conn, row_factory=s[2] if len(s) > 2 else tuple_row) for s in statements
+    ]
     with connection.wrap_database_errors:
         with conn.pipeline():
-            for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                cursor.execute(sql, params, prepare=prepare)
+            for cursor, statement in zip(cursors, statements, strict=True):
+                cursor.execute(statement[0], statement[1], prepare=prepare)
         return [cursor.fetchall() for cursor in cursors]
 
 
@@ -204,7 +208,7 @@ def _reserve_once(cluster_id: int) -> Reservation | Rejection:
         (CLUSTER_SQL, [cluster_id]),
         *quotas.cluster_owner_statements(cluster_id),
         (TAKE_ADDRESSES_SQL, {"name": settings.SCHEDULER_NETWORK, "cluster": cluster_id}),
-        (candidates_sql, candidates_params),
+        (candidates_sql, candidates_params, dict_row),  # placement reads its rows by name
     )
     if not rows:
         raise Cluster.DoesNotExist(f"no cluster {cluster_id}")
@@ -401,7 +405,7 @@ def _take(cluster_id, name, wants, node_of, addresses, reused, moving=True) -> R
     }
     states, free, held = _pipelined(
         (LOCK_NODES_SQL, [node_ids]),
-        (free_sql, free_params),
+        (free_sql, free_params, dict_row),
         (sql, params),
     )
     if [s for _, s in states] != [Node.State.ACTIVE] * len(node_ids):
@@ -479,7 +483,7 @@ def _reserve_added_once(cluster_id: int, instance_ids: list[int]) -> Reservation
         (CLUSTER_SQL, [cluster_id]),
         *quotas.cluster_owner_statements(cluster_id),
         (ADD_ADDRESSES_SQL, {"cluster": cluster_id, "count": len(found_wants)}),
-        (candidates_sql, candidates_params),
+        (candidates_sql, candidates_params, dict_row),  # placement reads its rows by name
     )
     if not rows:
         raise Cluster.DoesNotExist(f"no cluster {cluster_id}")

@@ -1,7 +1,8 @@
 from django.contrib import admin, messages
-from django.db.models import Count, Q
+from django.db.models import Count
 
-from .capacity import active_sum
+from apps.clusters.node_usage import active_sum, free_disks
+
 from .models import Address, Disk, Network, Node
 from .pki import describe_credentials
 from .services import set_disk_state, set_node_state
@@ -21,7 +22,7 @@ class NodeAdmin(admin.ModelAdmin):
             .annotate(
                 used_cores=active_sum("cores"),
                 used_memory=active_sum("memory_mb"),
-                free_disks=Count("disks", filter=Q(disks__state="available")),
+                free_disks=free_disks(),
                 all_disks=Count("disks"),
             )
         )

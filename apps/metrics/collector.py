@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from apps.clusters.models import Cluster, DiskAllocation
-from apps.inventory.capacity import active_sum, free_disks
+from apps.clusters.node_usage import active_sum, free_disks
 from apps.inventory.models import Disk, Node
 from apps.usage.services import all_time_by_group
 from portal import queues

@@ -114,7 +114,6 @@ KNOWN_UPWARD = {
     "apps/accounts/ssh_sync.py -> clusters",
     "apps/clusters/access.py -> proxy",
     "apps/inventory/admin.py -> clusters",
-    "apps/inventory/capacity.py -> clusters",
     "apps/inventory/services.py -> clusters",
     "apps/jobs/api/views.py -> api",
     "apps/metrics/collector.py -> clusters",

@@ -13,8 +13,8 @@ from rest_framework.viewsets import ModelViewSet, ReadOnlyModelViewSet
 from apps.accounts import services as quotas
 from apps.accounts.models import Quota
 from apps.clusters.models import DiskAllocation
+from apps.clusters.node_usage import active_sum, free_disks
 from apps.clusters.quotas import DISK_KINDS
-from apps.inventory.capacity import active_sum
 from apps.inventory.models import Disk, Node
 from apps.inventory.services import set_node_state
 
@@ -34,9 +34,7 @@ class NodeViewSet(ReadOnlyModelViewSet):
         per_kind = {}
         for kind in DISK_KINDS:
             per_kind[f"{kind}_total"] = Count("disks", filter=Q(disks__kind=kind))
-            per_kind[f"{kind}_free"] = Count(
-                "disks", filter=Q(disks__kind=kind, disks__state=Disk.State.AVAILABLE)
-            )
+            per_kind[f"{kind}_free"] = free_disks(kind)
         return Node.objects.annotate(
             used_cores=active_sum("cores"), used_memory=active_sum("memory_mb"), **per_kind
         ).order_by("name")

@@ -263,7 +263,7 @@ def _cluster_candidates(cluster_id: int) -> list:
     sql, params, kinds = placement.cluster_candidates_statement(cluster_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return placement.parse(cursor.fetchall(), kinds)
+        return placement.parse(placement.named_rows(cursor), kinds)
 
 
 def test_a_cluster_reads_its_own_candidates_avoiding_the_nodes_it_failed_on(alice):

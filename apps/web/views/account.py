@@ -11,8 +11,8 @@ from apps.accounts import ssh
 from apps.accounts.forms import SSHKeyForm
 from apps.accounts.models import SSHKey
 from apps.accounts.requests import signed_in_user
+from apps.clusters.capacity import node_capacity
 from apps.clusters.preview import quota_usage
-from apps.inventory.capacity import node_capacity
 
 
 @login_required
