@@ -825,13 +825,27 @@ def resize(cluster: str, workers: int, wait: bool, timeout: int, as_json: bool) 
     """Grow or shrink a running cluster to --workers instances. A shrink first drains the
     leaving ones (HDFS decommission); with --wait, exit 1 when the resize failed."""
     client = connect({"workers": "--workers"})
+    grow_or_shrink(client, cluster, "resize", {"workers": workers}, wait, timeout, as_json)
+
+
+def grow_or_shrink(
+    client: Api,
+    cluster: str,
+    verb: str,
+    body: dict | None,
+    wait: bool,
+    timeout: int,
+    as_json: bool,
+) -> None:
+    """POST clusters/<id>/<verb> (a resize, or adding a notebook) and, with wait, follow the
+    events until it ends: exit 1 when it failed (its "resize failed" event)."""
     cid = cluster_id(client, cluster)
     since = show_events(client, cid, "0", lambda e: None) if wait else "0"
-    body = client.post(f"clusters/{cid}/resize", {"workers": workers})
+    answer = client.post(f"clusters/{cid}/{verb}", body)
     if not wait:
         if as_json:
-            return emit(body)
-        click.echo(f"Cluster {cid} ({body['name']}) is {body['state']}.")
+            return emit(answer)
+        click.echo(f"Cluster {cid} ({answer['name']}) is {answer['state']}.")
         return None
     failed: list[str] = []
 
@@ -847,6 +861,23 @@ def resize(cluster: str, workers: int, wait: bool, timeout: int, as_json: bool) 
         raise CliError(failed[-1], ExitCode.REFUSED, {"error": "resize_failed", "cluster": final})
     finish(final, "running", client.url, as_json)
     return None
+
+
+@app.group()
+def notebook() -> None:
+    """A Spark cluster's notebook (JupyterLab, opened from the cluster page)."""
+
+
+@notebook.command("add")
+@click.argument("cluster")
+@WAIT
+@TIMEOUT
+@with_json
+def notebook_add(cluster: str, wait: bool, timeout: int, as_json: bool) -> None:
+    """Add a notebook to a running Spark cluster launched without one: one more instance
+    (1 core, 2 GB, a disk) from your quota. With --wait, exit 1 when adding it failed."""
+    client = connect()
+    grow_or_shrink(client, cluster, "notebook", None, wait, timeout, as_json)
 
 
 @app.command()

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from apps import nodes
-from apps.clusters import leftovers, states
+from apps.clusters import leftovers, notebook, states
+from apps.clusters.container_specs import container_name
 from apps.clusters.credentials import redact
 from apps.clusters.models import Cluster, ClusterCredentials, ClusterEvent, Instance, Leftover
 from apps.clusters.transitions import record_event, transition
@@ -71,7 +73,57 @@ def reconcile(grace_seconds: int | None = None) -> dict:
         operations.fail(cluster_id, WATCHED, why)
     for cluster_id in touched - set(report.given_up):
         _settle(cluster_id)
+    probe_notebooks()
     return report.__dict__
+
+
+# JupyterLab's /api/status under its base URL, asked inside its container as the idle probe
+# asks for its kernels (workers/idle.py); prints the marker only when it answers.
+NOTEBOOK_READY = "jupyterlab-ready"
+NOTEBOOK_STATUS = f"""import os, socket, urllib.request as u
+root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
+host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
+u.urlopen("http://127.0.0.1:{notebook.PORT}%s/%s/{notebook.PORT}/api/status" % (root, host),
+          timeout=5).read()
+print("{NOTEBOOK_READY}")
+"""
+NOTEBOOK_PROBE_SECONDS = 10
+
+
+def probe_notebooks() -> list[str]:
+    """Record on each running notebook not known to answer yet whether JupyterLab does now
+    (the cluster page's "ready"); one that stopped or was lost forgets it. Returns the
+    hostnames found ready."""
+    notebooks = Instance.objects.filter(role=notebook.ROLE, active=True)
+    notebooks.exclude(state=Instance.State.RUNNING).exclude(answered_at=None).update(
+        answered_at=None
+    )
+    waiting = list(
+        notebooks.filter(
+            state=Instance.State.RUNNING,
+            answered_at=None,
+            cluster__state__in=(S.RUNNING, S.DEGRADED),
+        )
+        .exclude(node=None)
+        .select_related("node")
+    )
+    argv = ["python3", "-c", NOTEBOOK_STATUS]
+    results = parallel(
+        lambda i: nodes.client(i.node).exec(
+            container_name(i.cluster_id, i.role, i.index), argv, NOTEBOOK_PROBE_SECONDS
+        ),
+        waiting,
+    )
+    ready = []
+    for instance, outcome in zip(waiting, results, strict=True):
+        if isinstance(outcome, Exception) or outcome[0] != 0:
+            continue  # not yet (or its node did not answer): asked again next time
+        if NOTEBOOK_READY in outcome[1]:
+            Instance.objects.filter(id=instance.id, answered_at=None).update(
+                answered_at=timezone.now()
+            )
+            ready.append(instance.hostname)
+    return ready
 
 
 def _survey(node: Node) -> tuple[list[dict], list[str]]:

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from apps import nodes
 from apps.clusters import container_specs as plans
+from apps.clusters import notebook
 from apps.clusters import resize as rules
 from apps.clusters.credentials import ENV_PASSWORD, ENV_SECRET, ENV_USER, credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
@@ -65,7 +66,9 @@ def resize(cluster_id: int) -> str:
         return "gone"
     if cluster.state != S.RESIZING:
         return cluster.state
-    role = rules.scaling_of(cluster).role
+    # A grow adds instances of one role: the scalable one, or the notebook (request_notebook).
+    adding = cluster.instances.filter(state__in=(I.PENDING, I.RESERVED)).first()
+    role = adding.role if adding is not None else rules.scaling_of(cluster).role
     target = cluster.resize_to
     members = cluster.instances.filter(role=role, active=True)
     before = members.exclude(state__in=(I.PENDING, I.RESERVED)).count()
@@ -85,7 +88,13 @@ def resize(cluster_id: int) -> str:
         _end(cluster_id, f"resize failed, {size}: {failure}")
         return Cluster.objects.get(id=cluster_id).state
     count = cluster.instances.filter(role=role, active=True).count()
-    _end(cluster_id, f"resized to {count} {role}s")
+    if role == notebook.ROLE:
+        # Recorded once it runs: a stop and start, or a relaunch from these options, keep it.
+        options = {**cluster.options, notebook.OPTION: True}
+        Cluster.objects.filter(id=cluster_id).update(options=options)
+        _end(cluster_id, "notebook added")
+    else:
+        _end(cluster_id, f"resized to {count} {role}s")
     return Cluster.objects.get(id=cluster_id).state
 
 

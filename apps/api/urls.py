@@ -52,7 +52,7 @@ urlpatterns = [
     ),
     *(
         path(f"{LONG}/{verb}", ClusterViewSet.as_view({"post": verb}), name=f"cluster-long-{verb}")
-        for verb in ("stop", "start", "extend", "resize")
+        for verb in ("stop", "start", "extend", "resize", "notebook")
     ),
     *(  # with what the action declares (the logs' renderers), as the router would
         path(

@@ -148,6 +148,9 @@ class Instance(models.Model):
     # Times the reconciler started the container again after it stopped on its own since the
     # cluster last started (Docker's own restarts of a crash come first and are not counted).
     restarts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # When its web service last answered the reconciler's readiness probe since its container
+    # started (a notebook's JupyterLab /api/status); cleared when it stops or is lost.
+    answered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["cluster", "role", "index"]

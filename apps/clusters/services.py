@@ -47,6 +47,7 @@ __all__ = [
     "launch",
     "release",
     "request_destroy",
+    "request_notebook",
     "request_resize",
     "request_start",
     "request_stop",
@@ -312,6 +313,34 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
         role=resize.role,
         previous=resize.current,
         workers=resize.target,
+    )
+    jobs.dispatch(jobs.RESIZE, cluster_id)
+    return S.RESIZING
+
+
+@transaction.atomic
+def request_notebook(cluster_id: int, *, actor: Actor = None) -> str:
+    """Add a notebook to a running Spark cluster launched without one: a resize growing the
+    notebook role from 0 to 1 (same quota check, reservation, failure policy and events); the
+    launch option is recorded once it runs (workers/resize.py), so a start recreates it.
+    NotebookRefused (409) naming why; QuotaExceeded as a launch's."""
+    from . import notebook
+
+    cluster = (
+        Cluster.objects.select_for_update(of=("self",))
+        .select_related("version__product", "revision")
+        .get(id=cluster_id)
+    )
+    grow = notebook.plan(cluster)
+    check_quota(cluster.owner_id, grow.demand)
+    if not preview.capacity_fit(grow.added).fits_now:
+        raise notebook.NotebookRefused("not enough free capacity for a notebook now; try later")
+    if not transition(cluster_id, requested_in("resize"), S.RESIZING, "adding a notebook"):
+        raise StateConflict(f"cluster {cluster.name} changed state; try again")
+    Cluster.objects.filter(id=cluster_id).update(resize_to=None)
+    add_instances(cluster, grow.added)
+    _audit(
+        Action.CLUSTER_RESIZE, cluster_id, actor, role=grow.role, previous=0, workers=grow.target
     )
     jobs.dispatch(jobs.RESIZE, cluster_id)
     return S.RESIZING

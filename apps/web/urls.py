@@ -21,6 +21,7 @@ urlpatterns = [
         resize.cluster_resize_preview,
         name="resize-preview",
     ),
+    path("clusters/<int:cluster_id>/notebook", resize.cluster_notebook, name="notebook"),
     path("clusters/<int:cluster_id>/logs", clusters.cluster_logs, name="cluster-logs"),
     path("quota/", account.quota, name="quota"),
     path("usage/", usage.usage, name="usage"),

@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
-from apps.clusters import connection, idle, queue_position
+from apps.clusters import connection, idle, notebook, queue_position
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.launch_requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 from apps.clusters.models import Cluster, ClusterEvent, Instance
@@ -195,8 +195,15 @@ class IdleLimitSerializer(serializers.Serializer):
     )
 
 
+class NotebookStateSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["adding", "starting", "ready", "stopped", "failed"])
+    words = serializers.CharField(help_text="the state in words, with the reason of a failure")
+    hostname = serializers.CharField(help_text="its instance (notebook-0)")
+
+
 class ClusterDetailSerializer(ClusterSerializer):
     timestamps = serializers.SerializerMethodField()
+    notebook = serializers.SerializerMethodField()
     idle = serializers.SerializerMethodField()
     instances = InstanceSerializer(many=True)
     endpoints = serializers.SerializerMethodField()
@@ -222,7 +229,15 @@ class ClusterDetailSerializer(ClusterSerializer):
             "provisioning",
             "data_path",
             "idle",
+            "notebook",
         ]
+
+    @extend_schema_field(NotebookStateSerializer(allow_null=True))
+    def get_notebook(self, cluster: Cluster) -> dict | None:
+        """The notebook's state (a Spark cluster's JupyterLab): ready once JupyterLab answers;
+        null when the cluster has none."""
+        found = notebook.state_of(cluster)
+        return NotebookStateSerializer(found).data if found else None
 
     @extend_schema_field(IdleStatusSerializer)
     def get_idle(self, cluster: Cluster) -> dict:

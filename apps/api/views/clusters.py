@@ -184,6 +184,25 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         services.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
         return accepted(request, cluster)
 
+    @extend_schema(
+        request=None,
+        responses={
+            202: ClusterDetailSerializer,
+            403: OpenApiResponse(ErrorSerializer, "past your quota (as a launch's refusal)"),
+            409: OpenApiResponse(
+                ErrorSerializer, "not running, has a notebook already, or not a Spark cluster"
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def notebook(self, request: Request, **kwargs) -> Response:
+        """Add a notebook (JupyterLab, one more instance: 1 core, 2 GB and a disk) to a running
+        Spark cluster launched without one; it grows the cluster as a resize does. Its state
+        is the cluster's `notebook`."""
+        cluster = self.get_object()
+        services.request_notebook(cluster.id, actor=request.user)
+        return accepted(request, cluster)
+
     @extend_schema(request=ExtendSerializer, responses={200: ExtendedSerializer})
     @action(detail=True, methods=["post"])
     def extend(self, request: Request, **kwargs) -> Response:

@@ -29,6 +29,7 @@ from apps.lab.tests.test_devservers import free_port
 from apps.proxy.tests.test_lab import assert_host_reaches
 from conftest import _database_url
 from portal.tests.test_streams_server import session_of
+from workers import reconciler
 from workers.tests.test_products import READY_SECONDS, instance
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -271,3 +272,44 @@ def test_jupyterlab_opens_from_the_cluster_page_in_chromium(
         assert "PySpark 4.3.0" in card.inner_text()
     finally:
         context.close()
+
+
+@pytest.mark.timeout(1500)  # a launch and a grow (up to 5 min each on the shared lab)
+def test_a_notebook_added_through_the_api_opens_through_the_proxy(
+    dispatching, lab_cleanup, portal, alice
+):
+    from apps.api.tests.conftest import token_for
+
+    call_command("load_catalog", verbosity=0)
+    Quota.objects.update_or_create(user=alice, defaults=DEMO_QUOTA)
+    version = ProductVersion.objects.get(product__name="spark", version="4.3.0")
+    launched = services.launch(alice, version, "nb-later", {"size": 1})
+    cluster = wait_for(launched.id, S.RUNNING, seconds=READY_SECONDS)
+    assert not cluster.instances.filter(role="notebook").exists()
+
+    bearer = {"Authorization": f"Bearer {token_for(alice)}"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{portal}", timeout=60) as api:
+        added = api.post(f"/api/v1/clusters/{cluster.id}/notebook", headers=bearer)
+        assert added.status_code == 202, added.text[:1000]
+        assert added.json()["notebook"]["state"] == "adding"
+        cluster = wait_for(cluster.id, S.RUNNING, seconds=READY_SECONDS)
+        assert cluster.options["notebook"] is True
+        assert not cluster.events.filter(message__startswith="resize failed").exists()
+        notebook = instance(cluster, "notebook")
+        assert notebook.disks == 1 and notebook.hostname == "notebook-0"
+        again = api.post(f"/api/v1/clusters/{cluster.id}/notebook", headers=bearer)
+        assert again.status_code == 409, again.text[:1000]
+
+        uis = {ui["name"]: ui["url"] for ui in access.web_uis(cluster)}
+        jupyter = uis["JupyterLab"]
+        ui = ui_host_for(portal, session_of(alice), cluster, jupyter)
+        status = wait_until_up(ui, f"{jupyter}api/status")
+        assert status.status_code == 200, status.text[:1000]
+        assert "started" in status.json()
+
+        # The reconciler's probe (beat runs it every 30 s; here, no beat) finds it answering.
+        deadline = time.monotonic() + 120
+        while not reconciler.probe_notebooks() and time.monotonic() < deadline:
+            time.sleep(5)
+        shown = api.get(f"/api/v1/clusters/{cluster.id}", headers=bearer).json()["notebook"]
+        assert shown["state"] == "ready", shown

@@ -110,7 +110,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The page; its poller's htmx requests (?state=&since=, what the page shows) get only
     what changed since (partials/cluster_live.html)."""
-    from .resize import resize_form  # it uses this module's my_clusters
+    from .resize import notebook_form, resize_form  # they use this module's my_clusters
 
     cluster = _detail(request, cluster_id)
     context = {
@@ -123,6 +123,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "provisioning": launch_provisioning(cluster),
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
+        "notebook": notebook_form(cluster),
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
         context["data_path"] = data_path(cluster)

@@ -1,5 +1,6 @@
 """The cluster page's resize form: its live preview of the difference (the quota it would use
-on top, whether the nodes have room now, or why it cannot be done) and the request."""
+on top, whether the nodes have room now, or why it cannot be done) and the request; and its
+notebook (a grow of the notebook role): the state, or the button adding one with its quota."""
 
 from django import forms
 from django.contrib import messages
@@ -9,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import resize, services
+from apps.clusters import notebook, resize, services
 from apps.clusters.models import Cluster
 from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
 from apps.clusters.quotas import QuotaExceeded
@@ -30,6 +31,38 @@ def resize_form(cluster: Cluster) -> dict:
         return {"refused": str(refused)}
     current = sum(1 for i in cluster.instances.all() if i.role == scaling.role and i.active)
     return {"scaling": scaling, "current": current}
+
+
+def notebook_form(cluster: Cluster) -> dict:
+    """The page's notebook area: its state when the cluster has one; else, for a Spark
+    cluster, what adding one takes (the owner's quota on top, room now) or why it cannot be."""
+    state = notebook.state_of(cluster)
+    if (state is not None and state.state != "failed") or not notebook.offers_notebook(cluster):
+        return {"state": state}
+    form: dict = {"state": state}
+    try:
+        grow = notebook.plan(cluster)
+    except notebook.NotebookRefused as refused:
+        form["refused"] = str(refused)
+    else:
+        form["plan"] = grow
+        form["preview"] = LaunchPreview(
+            quota_usage(cluster.owner, grow.demand), capacity_fit(grow.added), grow.demand
+        )
+    return form
+
+
+@login_required
+@require_POST
+def cluster_notebook(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    try:
+        services.request_notebook(cluster.id, actor=request.user)
+    except (notebook.NotebookRefused, QuotaExceeded, services.StateConflict) as refused:
+        messages.error(request, f"Cannot add a notebook: {refused}")
+    else:
+        messages.success(request, "Adding a notebook: follow it in the events below.")
+    return redirect("web:cluster", cluster_id=cluster.id)
 
 
 @login_required

@@ -1,0 +1,111 @@
+"""Adding a notebook to a running Spark cluster (apps/clusters/notebook.py, a grow of the
+notebook role by workers/resize.py) over fake nodes, its refusals, and its state in words
+(the reconciler's probe of JupyterLab records when it answers)."""
+
+import pytest
+from django.core.management import call_command
+
+from apps.audit.models import AuditEvent
+from apps.clusters import notebook, services
+from apps.clusters.models import Cluster, DiskAllocation, Instance
+from apps.clusters.quotas import QuotaExceeded
+from apps.clusters.tests.factories import make_network, make_node
+from apps.inventory.models import Disk
+from apps.nodes.fake import FakeNodes
+from workers import operations, reconciler
+from workers.tests.test_resize import running
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = Cluster.State
+I = Instance.State  # noqa: E741
+
+
+@pytest.fixture
+def fake_nodes():
+    with FakeNodes() as fake:
+        yield fake
+
+
+@pytest.fixture
+def pool():
+    make_network()
+    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
+
+
+@pytest.fixture
+def catalog():
+    call_command("load_catalog", verbosity=0)
+
+
+def spark(owner, **options) -> Cluster:
+    return running(owner, "spark", size=1, mem=1024, **options)
+
+
+def test_a_notebook_is_grown_on_fake_nodes_with_its_disk_and_the_option_recorded(
+    fake_nodes, pool, alice, catalog
+):
+    cluster = spark(alice)
+    assert notebook.state_of(cluster) is None
+    assert services.request_notebook(cluster.id, actor=alice) == S.RESIZING
+    cluster.refresh_from_db()
+    assert notebook.state_of(cluster).state == "adding"
+    assert operations.run("resize", cluster.id) == S.RUNNING
+
+    added = Instance.objects.get(cluster=cluster, role="notebook")
+    assert (added.hostname, added.state, added.active) == ("notebook-0", I.RUNNING, True)
+    assert (added.cores, added.memory_mb, added.disks) == (1, 2048, 1)
+    assert DiskAllocation.objects.filter(instance=added, active=True).count() == 1
+    assert any(name.endswith("notebook-0") for name in fake_nodes.running(added.node.name))
+    cluster.refresh_from_db()
+    assert cluster.options["notebook"] is True and cluster.resize_to is None
+    assert cluster.events.filter(message__contains="notebook added").exists()
+    audit = AuditEvent.objects.get(action="cluster.resize")
+    assert audit.detail["role"] == "notebook" and audit.detail["workers"] == 1
+
+    # Not ready until JupyterLab answers the reconciler's probe of /api/status.
+    assert notebook.state_of(cluster).state == "starting"
+    fake_nodes.exec_results["python3"] = (0, reconciler.NOTEBOOK_READY + "\n")
+    assert reconciler.probe_notebooks() == ["notebook-0"]
+    assert notebook.state_of(cluster).words == "ready: JupyterLab answers"
+
+    services.request_stop(cluster.id, actor=alice)
+    operations.run("stop", cluster.id)
+    cluster.refresh_from_db()
+    assert notebook.state_of(cluster).state == "stopped"
+    reconciler.probe_notebooks()  # a stopped notebook forgets it answered
+    assert Instance.objects.get(id=added.id).answered_at is None
+
+
+def test_a_notebook_with_no_room_fails_and_says_why(fake_nodes, pool, alice, catalog):
+    cluster = spark(alice)
+    services.request_notebook(cluster.id, actor=alice)
+    Disk.objects.filter(state=Disk.State.AVAILABLE).update(state=Disk.State.FAILED)
+    assert operations.run("resize", cluster.id) == S.RUNNING
+    cluster.refresh_from_db()
+    assert not cluster.instances.filter(role="notebook", active=True).exists()
+    assert not cluster.options.get("notebook")
+    assert cluster.events.filter(message__startswith="resize failed: needs").exists()
+
+
+def test_refusals_name_why(fake_nodes, pool, alice, catalog, settings):
+    demo = running(alice, "demo", size=1, mem=64)
+    with pytest.raises(notebook.NotebookRefused, match="only Spark clusters"):
+        services.request_notebook(demo.id, actor=alice)
+
+    already = spark(alice, notebook=True)
+    with pytest.raises(notebook.NotebookRefused, match="has a notebook already"):
+        services.request_notebook(already.id, actor=alice)
+
+    stopped = spark(alice)
+    services.request_stop(stopped.id, actor=alice)
+    with pytest.raises(notebook.NotebookRefused, match="a running cluster only"):
+        services.request_notebook(stopped.id, actor=alice)
+    assert not AuditEvent.objects.filter(action="cluster.resize").exists()
+
+    full = spark(alice)
+    in_use = Instance.objects.filter(cluster__owner=alice, active=True).count()
+    settings.SCHEDULER_DEFAULT_QUOTA = {"max_instances": in_use}
+    with pytest.raises(QuotaExceeded, match="instances"):
+        services.request_notebook(full.id, actor=alice)
+    full.refresh_from_db()
+    assert full.state == S.RUNNING and not full.instances.filter(role="notebook").exists()
