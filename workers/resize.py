@@ -299,6 +299,14 @@ NAMENODE_INFO = (
     "b = json.load(urllib.request.urlopen(u, timeout=10))['beans'][0]; "
     "print(json.dumps({k: json.loads(b[k]) for k in ('LiveNodes', 'DecomNodes')}))"
 )
+# The NodeManagers YARN still drains gracefully (DECOMMISSIONING: their containers run on,
+# no new ones start), by hostname, with the containers each still runs.
+YARN_DRAINING = (
+    "import json, urllib.request; "
+    "u = 'http://localhost:8088/ws/v1/cluster/nodes?states=DECOMMISSIONING'; "
+    "n = (json.load(urllib.request.urlopen(u, timeout=10)).get('nodes') or {}).get('node', []); "
+    "print(json.dumps({x['nodeHostName']: x.get('numContainers', 0) for x in n}))"
+)
 EXCLUDE = "/opt/hadoop/etc/hadoop/platter.exclude"
 YARN_EXCLUDE = "/opt/hadoop/etc/hadoop/platter.yarn-exclude"
 # The exclude files named in the master's configuration (read again by every refreshNodes).
@@ -340,6 +348,12 @@ def hdfs_nodes(master: Instance, container: str) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def yarn_draining(master: Instance, container: str) -> dict[str, int]:
+    """The ResourceManager's view: NodeManagers still decommissioning, and their containers."""
+    output = _run(master, container, ["python3", "-c", YARN_DRAINING], 60)
+    return json.loads(output.strip().splitlines()[-1])
+
+
 def _match(nodes_by_name: dict, instance: Instance) -> dict | None:
     ip = instance.address.ip if instance.address else None
     for name, info in nodes_by_name.items():
@@ -351,10 +365,11 @@ def _match(nodes_by_name: dict, instance: Instance) -> dict | None:
 
 
 def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
-    """HDFS decommission of the leaving DataNodes (and YARN's of their NodeManagers): refused
-    when their data would not fit on the workers that stay; done once the NameNode says each
-    is Decommissioned, with the blocks left as events; past RESIZE_DRAIN_SECONDS they go back
-    into service and the resize fails."""
+    """HDFS decommission of the leaving DataNodes and YARN's graceful one of their
+    NodeManagers (the tasks running there finish; none start there meanwhile): refused when
+    their data would not fit on the workers that stay; done once the NameNode says each is
+    Decommissioned and YARN runs nothing more on them, with the blocks and containers left as
+    events; past RESIZE_DRAIN_SECONDS they go back into service and the resize fails."""
     master, container = _master(cluster)
     leaving = list(
         Instance.objects.filter(id__in=[i.id for i in leaving]).select_related("node", "address")
@@ -378,31 +393,39 @@ def drain_hadoop(cluster: Cluster, leaving: list[Instance]) -> None:
     names = [i.hostname for i in leaving]
     _run(master, container, ["python3", "-c", ADD_EXCLUDE_PROPERTIES])
     _set_excluded(master, container, ips, names, True)
-    record_event(cluster.id, f"HDFS decommission of {', '.join(names)} started")
+    record_event(cluster.id, f"HDFS and YARN decommission of {', '.join(names)} started")
     deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
     said = ""
     while True:
         report = hdfs_nodes(master, container)
         states = [(_match(report["LiveNodes"], i) or {}).get("adminState", "") for i in leaving]
-        if all(state == "Decommissioned" for state in states):
+        draining = yarn_draining(master, container)
+        running = sum(draining.get(name, 0) for name in names)
+        yarn_done = not any(name in draining for name in names)
+        if yarn_done and all(state == "Decommissioned" for state in states):
             break
         left = sum(
             int((_match(report["DecomNodes"], i) or {}).get("underReplicatedBlocks", 0))
             for i in leaving
         )
         progress = f"HDFS decommission: {left} blocks left to replicate ({', '.join(states)})"
+        if not yarn_done:
+            progress += f"; YARN: {running} containers still running on them"
         if progress != said:
             record_event(cluster.id, progress)
             said = progress
         if time.monotonic() > deadline:
             _set_excluded(master, container, ips, names, False)  # back into service
             raise ResizeFailed(
-                f"the HDFS decommission did not end in {settings.RESIZE_DRAIN_SECONDS} s "
-                f"({left} blocks left to replicate); the workers are back in service"
+                f"the decommission did not end in {settings.RESIZE_DRAIN_SECONDS} s "
+                f"({left} blocks left to replicate, {running} YARN containers still "
+                "running); the workers are back in service"
             )
         time.sleep(settings.RESIZE_POLL_SECONDS)
     record_event(
-        cluster.id, f"{', '.join(names)} decommissioned: their blocks have copies elsewhere"
+        cluster.id,
+        f"{', '.join(names)} decommissioned: their blocks have copies elsewhere and their "
+        "YARN tasks ended",
     )
     # They stay excluded once stopped (Decommissioned, then dead: the NameNode never puts
     # them back into service); a later worker given the same address is let in (_grow).
@@ -445,11 +468,16 @@ def _set_excluded(
     master: Instance, container: str, ips: list[str], names: list[str], add: bool
 ) -> None:
     """Add the workers to the exclude files (or take them out) and have the NameNode and the
-    ResourceManager read them when they changed."""
+    ResourceManager read them when they changed. YARN decommissions gracefully: the
+    ResourceManager lets the containers running there end (for RESIZE_DRAIN_SECONDS at
+    most, which drain_hadoop waits for) instead of killing them."""
     edit = shlex.join(
         ["python3", "-c", EDIT_EXCLUDES, "add" if add else "remove", " ".join(ips), " ".join(names)]
     )
-    script = f"if {edit}; then hdfs dfsadmin -refreshNodes && yarn rmadmin -refreshNodes; fi"
+    yarn = ["yarn", "rmadmin", "-refreshNodes"]
+    if add:
+        yarn += ["-g", str(settings.RESIZE_DRAIN_SECONDS), "-server"]
+    script = f"if {edit}; then hdfs dfsadmin -refreshNodes && {shlex.join(yarn)}; fi"
     _run(master, container, ["sh", "-c", script], 180)
 
 

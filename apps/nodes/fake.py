@@ -47,6 +47,7 @@ class FakeNodes:
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
         self.exec_results: dict[str, tuple[int, str]] = {}
+        self.execs: list[list[str]] = []  # every exec's argv, in order
         # Files written by put_files: (node, path) -> content. A started exec ends at once
         # with program's exit code, having written program's output to the file read_file
         # reads (any path ending in ".log"); an exit code of None: it is still running, and
@@ -179,6 +180,7 @@ class FakeNodeClient:
         found = self._get("exec", container)
         if found.state != "running":
             raise NodeError(self.name, f"exec in {container}: container is not running")
+        self.nodes.execs.append(list(argv))
         return self.nodes.exec_results.get(argv[0], (0, ""))
 
     def put_files(self, container: str, folder: str, files: dict[str, bytes]) -> None:

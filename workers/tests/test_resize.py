@@ -213,11 +213,22 @@ def hadoop3(fake_nodes, pool, alice, catalog, settings, monkeypatch):
     return running(alice, "hadoop", size=3, mem=1536, replication=2)
 
 
-def script(monkeypatch, answers: list[dict]) -> list[list[str]]:
-    """The NameNode answers these in turn (the last one for ever); returns the exclude lists
+def script(
+    monkeypatch, answers: list[dict], yarn: list[dict[str, int]] | None = None
+) -> list[list[str]]:
+    """The NameNode answers these in turn (the last one for ever), and the ResourceManager's
+    decommissioning nodes those of `yarn` (none by default); returns the exclude lists
     written (hdfs part of each _set_excluded call)."""
     from workers import resize as step
 
+    draining = iter(yarn or [{}])
+    last_yarn: list[dict[str, int]] = [{}]
+
+    def yarn_draining(_master, _container):
+        last_yarn[0] = next(draining, last_yarn[0])
+        return last_yarn[0]
+
+    monkeypatch.setattr(step, "yarn_draining", yarn_draining)
     seen = iter(answers)
     last: list[dict] = []
     written: list[list[str]] = []
@@ -253,6 +264,50 @@ def test_hadoop_shrinks_once_the_datanode_is_decommissioned(hadoop3, monkeypatch
     assert any("worker-2 decommissioned" in m for m in messages)
 
 
+def test_a_worker_leaves_only_once_yarn_ran_its_last_task_there(hadoop3, monkeypatch, fake_nodes):
+    """HDFS may be done first: the worker still runs YARN containers (graceful decommission
+    lets them end), so it is stopped only once the ResourceManager no longer drains it."""
+    gone = workers_of(hadoop3)[2]
+    decommissioned = namenode({"worker-2": ("Decommissioned", 10, 100, 0)})
+    script(
+        monkeypatch,
+        [decommissioned],
+        yarn=[{gone.hostname: 2}, {gone.hostname: 1}, {gone.hostname: 0}, {}],
+    )
+    services.request_resize(hadoop3.id, 2)
+    assert operations.run("resize", hadoop3.id) == S.RUNNING
+    assert len(workers_of(hadoop3)) == 2
+    messages = list(hadoop3.events.order_by("id").values_list("message", flat=True))
+    yarn_said = [m for m in messages if "YARN:" in m]
+    assert yarn_said == [
+        "HDFS decommission: 0 blocks left to replicate (Decommissioned); YARN: 2 containers "
+        "still running on them",
+        "HDFS decommission: 0 blocks left to replicate (Decommissioned); YARN: 1 containers "
+        "still running on them",
+        "HDFS decommission: 0 blocks left to replicate (Decommissioned); YARN: 0 containers "
+        "still running on them",
+    ]
+    done = next(i for i, m in enumerate(messages) if "decommissioned: their blocks" in m)
+    assert done > messages.index(yarn_said[-1]), "stopped only after YARN let it go"
+
+
+def test_the_resource_manager_decommissions_gracefully_for_the_drain_time(
+    hadoop3, fake_nodes, settings
+):
+    """The exclude edit asks YARN for a graceful decommission bounded by the drain time; the
+    way back into service is a plain refresh."""
+    from workers import resize as step
+
+    settings.RESIZE_DRAIN_SECONDS = 77
+    master, container = step._master(hadoop3)
+    fake_nodes.execs.clear()
+    step._set_excluded(master, container, ["10.0.0.9"], ["worker-9"], True)
+    step._set_excluded(master, container, ["10.0.0.9"], ["worker-9"], False)
+    scripts = [argv for argv in fake_nodes.execs if argv[:2] == ["sh", "-c"]]
+    assert "yarn rmadmin -refreshNodes -g 77 -server" in scripts[0][2]
+    assert scripts[1][2].endswith("yarn rmadmin -refreshNodes; fi")
+
+
 def test_a_decommission_past_its_time_puts_the_worker_back_and_fails_the_resize(
     hadoop3, monkeypatch, settings, fake_nodes
 ):
@@ -264,7 +319,7 @@ def test_a_decommission_past_its_time_puts_the_worker_back_and_fails_the_resize(
     assert all(w.state == Instance.State.RUNNING for w in workers_of(hadoop3))
     assert written[-1] == []  # back into service
     failed = hadoop3.events.get(message__startswith="resize failed")
-    assert "did not end in 0 s (3 blocks left to replicate)" in failed.message
+    assert "did not end in 0 s (3 blocks left to replicate, 0 YARN" in failed.message
     assert "back in service" in failed.message
 
 
