@@ -85,7 +85,7 @@ BEGIN
     PERFORM * FROM ({plpgsql(lock)}) locked;
     PERFORM * FROM ({plpgsql(usage)}) used;
     {taken} SELECT array_agg(id) INTO v_addresses FROM taken;
-    SELECT found.id INTO v_node FROM ({plpgsql(candidates)}) found LIMIT 1;
+    SELECT found.node_id INTO v_node FROM ({plpgsql(candidates)}) found LIMIT 1;
     PERFORM * FROM ({plpgsql(reservation.LOCK_NODES_SQL, "ARRAY[v_node]")}) nodes;
     PERFORM * FROM ({plpgsql(free, "ARRAY[v_node]")}) free;
     v_want := json_build_array(json_build_object(
