@@ -46,6 +46,9 @@ def portal(django_db_setup, tmp_path):
         "DATABASE_URL": _database_url(settings.DATABASES["default"]),
         "GUNICORN_WORKERS": "1",
         "PLATTER_UI_DOMAIN": "ui.localhost",
+        # Requests made through it (a notebook added) reach the worker as the test's own do
+        # under `dispatching`; the test settings keep them in the process otherwise.
+        "PLATTER_DISPATCH_CLUSTER_TASKS": "1" if settings.DISPATCH_CLUSTER_TASKS else "0",
     }
     log = (tmp_path / "web.log").open("w")
     server = devservers.start_web(f"127.0.0.1:{port}", env, log)
