@@ -2,6 +2,8 @@
 notebook role by workers/resize.py) over fake nodes, its refusals, and its state in words
 (the reconciler's probe of JupyterLab records when it answers)."""
 
+import re
+
 import pytest
 from django.core.management import call_command
 
@@ -41,8 +43,16 @@ def spark(owner, **options) -> Cluster:
     return running(owner, "spark", size=1, mem=1024, **options)
 
 
+def page(client, cluster: Cluster, polled: str = "") -> str:
+    """The cluster page, or (with a query) its poller's fragment as htmx asks for it."""
+    headers = {"HX-Request": "true"} if polled else {}
+    answer = client.get(f"/clusters/{cluster.id}/{polled}", headers=headers)
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
 def test_a_notebook_is_grown_on_fake_nodes_with_its_disk_and_the_option_recorded(
-    fake_nodes, pool, alice, catalog
+    fake_nodes, pool, alice, catalog, client
 ):
     cluster = spark(alice)
     assert notebook.state_of(cluster) is None
@@ -62,11 +72,22 @@ def test_a_notebook_is_grown_on_fake_nodes_with_its_disk_and_the_option_recorded
     audit = AuditEvent.objects.get(action="cluster.resize")
     assert audit.detail["role"] == "notebook" and audit.detail["workers"] == 1
 
-    # Not ready until JupyterLab answers the reconciler's probe of /api/status.
+    # Not ready until JupyterLab answers the reconciler's probe of /api/status; meanwhile
+    # the page keeps asking, and swaps the notebook's area in once its state changed.
     assert notebook.state_of(cluster).state == "starting"
+    client.force_login(alice)
+    poller = re.search(r'<div id="cluster-poll"[^>]*>', page(client, cluster))[0]
+    assert 'hx-trigger="every 1s"' in poller and "notebook=starting" in poller
     fake_nodes.exec_results["python3"] = (0, reconciler.NOTEBOOK_READY + "\n")
     assert reconciler.probe_notebooks() == ["notebook-0"]
     assert notebook.state_of(cluster).words == "ready: JupyterLab answers"
+    since = re.search(r"since=(\d+)", poller)[1]
+    fragment = page(client, cluster, f"?state=running&notebook=starting&since={since}")
+    assert 'id="cluster-connect"' in fragment and "ready: JupyterLab answers" in fragment
+    unchanged = page(client, cluster, f"?state=running&notebook=ready&since={since}")
+    assert 'id="cluster-connect"' not in unchanged
+    poller = re.search(r'<div id="cluster-poll"[^>]*>', page(client, cluster))[0]
+    assert "hx-trigger" not in poller, "the page rests once the notebook is ready"
 
     services.request_stop(cluster.id, actor=alice)
     operations.run("stop", cluster.id)

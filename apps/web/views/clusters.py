@@ -113,17 +113,22 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     from .resize import notebook_form, resize_form  # they use this module's my_clusters
 
     cluster = _detail(request, cluster_id)
+    notebook = notebook_form(cluster)
+    notebook_state = notebook["state"].state if notebook["state"] else ""
     context = {
         "cluster": cluster,
         "instances": cluster.instances.all(),
         "connection": connection_details(cluster, request.user),
-        "polling": cluster.state in MOVING,
+        # A notebook on its way also keeps the page asking: "ready" comes from the
+        # reconciler's probe some seconds after the cluster is running again.
+        "polling": cluster.state in MOVING or notebook_state in NOTEBOOK_ON_ITS_WAY,
+        "notebook_state": notebook_state,
         "live": _live(cluster.state),
         "queue": queue_position.position(cluster),
         "provisioning": launch_provisioning(cluster),
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
-        "notebook": notebook_form(cluster),
+        "notebook": notebook,
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
         context["data_path"] = data_path(cluster)
@@ -147,8 +152,12 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         cursor=events[-1].id if events else int(since),
         changed=shown != cluster.state,
         live_changed=_live(shown) != context["live"],
+        notebook_changed=request.GET.get("notebook", "") != notebook_state,
     )
     return render(request, "web/partials/cluster_live.html", context)
+
+
+NOTEBOOK_ON_ITS_WAY = ("adding", "starting")
 
 
 def _live(state: str) -> bool:
