@@ -5,38 +5,18 @@ notebook role by workers/resize.py) over fake nodes, its refusals, and its state
 import re
 
 import pytest
-from django.core.management import call_command
 
 from apps.audit.models import AuditEvent
 from apps.clusters import notebook, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.quotas import QuotaExceeded
-from apps.clusters.tests.factories import make_network, make_node
 from apps.inventory.models import Disk
-from apps.nodes.fake import FakeNodes
 from workers import operations, reconciler
 from workers.tests.test_resize import running
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
 I = Instance.State  # noqa: E741
-
-
-@pytest.fixture
-def fake_nodes():
-    with FakeNodes() as fake:
-        yield fake
-
-
-@pytest.fixture
-def pool():
-    make_network()
-    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
-
-
-@pytest.fixture
-def catalog():
-    call_command("load_catalog", verbosity=0)
 
 
 def spark(owner, **options) -> Cluster:

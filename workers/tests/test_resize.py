@@ -5,7 +5,6 @@ The products themselves joining and leaving: workers/tests/test_resize_lab.py.""
 from dataclasses import dataclass
 
 import pytest
-from django.core.management import call_command
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ProductVersion
@@ -15,30 +14,11 @@ from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.quotas import QuotaExceeded
 from apps.clusters.reservation import reserve
 from apps.clusters.resize import ResizeRefused
-from apps.clusters.tests.factories import make_network, make_node
 from apps.inventory.models import Address
-from apps.nodes.fake import FakeNodes
 from workers import operations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
-
-
-@pytest.fixture
-def fake_nodes():
-    with FakeNodes() as fake:
-        yield fake
-
-
-@pytest.fixture
-def pool():
-    make_network()
-    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
-
-
-@pytest.fixture
-def catalog():
-    call_command("load_catalog", verbosity=0)
 
 
 def version(product: str) -> ProductVersion:
