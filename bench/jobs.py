@@ -37,6 +37,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
+from time_to_ready import p95  # noqa: E402  (bench/ is on the path: the script's folder)
 
 SITE = "bench-jobs"
 BENCH_DB = "platter_bench_jobs"
@@ -115,8 +116,7 @@ def put_program(master) -> None:
 
 
 def median_p95(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * len(ordered)))]
+    return statistics.median(values), p95(values)
 
 
 def table(rounds: list[Round]) -> str:
