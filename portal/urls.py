@@ -15,7 +15,7 @@ urlpatterns = [
     path("", include("apps.web.urls")),
     path("", views.home, name="home"),
     path("", include("apps.health.urls")),
-    path("", include("apps.metrics.urls")),  # /metrics (Prometheus)
+    path("", include("apps.exporter.urls")),  # /metrics (Prometheus)
 ]
 
 # JSON 404s under /api/ and /bigdata/api/, Django's page elsewhere.

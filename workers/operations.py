@@ -29,13 +29,14 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.clusters import jobs, states
+from apps.clusters import states
 from apps.clusters.container_specs import UntrustedVersion
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.reservation import fail as fail_cluster
 from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition
 from apps.nodes import NodeError
+from apps.tasks import bus
 
 from . import lifecycle, resize
 from .lifecycle import PlacementFailed
@@ -48,7 +49,7 @@ LOCK_NAMESPACE = 7217  # first key of our advisory locks; the second is the clus
 @dataclass(frozen=True)
 class Operation:
     name: str
-    task: str  # the Celery task that runs it (apps.clusters.jobs)
+    task: str  # the Celery task that runs it (apps/tasks/bus.py)
     works_in: tuple[str, ...]  # the states it moves a cluster on from
     step: Callable[[int], str]
     retries: Callable[[], int]  # task retries of a node that does not answer
@@ -66,7 +67,7 @@ class Operation:
 OPERATIONS: dict[str, Operation] = {
     "launch": Operation(
         "launch",
-        jobs.LAUNCH,
+        bus.LAUNCH,
         states.OPERATIONS["launch"].through,
         lifecycle.launch,
         retries=lambda: 0,
@@ -76,7 +77,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "start": Operation(
         "start",
-        jobs.START,
+        bus.START,
         states.OPERATIONS["start"].through,
         lifecycle.start,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
@@ -85,7 +86,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "stop": Operation(
         "stop",
-        jobs.STOP,
+        bus.STOP,
         states.OPERATIONS["stop"].through,
         lifecycle.stop,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
@@ -94,7 +95,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "resize": Operation(
         "resize",
-        jobs.RESIZE,
+        bus.RESIZE,
         states.OPERATIONS["resize"].through,
         resize.resize,
         retries=lambda: settings.CLUSTER_TASK_RETRIES,
@@ -103,7 +104,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "destroy": Operation(
         "destroy",
-        jobs.DESTROY,
+        bus.DESTROY,
         states.OPERATIONS["destroy"].through,
         lifecycle.destroy,
         retries=lambda: settings.DESTROY_RETRIES,
@@ -268,6 +269,6 @@ def resume_stalled(older_than: float | None = None) -> list[int]:
             f"{cluster.state} for over {seconds:.0f} s: resuming",
             ClusterEvent.Level.WARNING,
         )
-        jobs.dispatch(OPERATIONS[name].task, cluster.id)
+        bus.dispatch(OPERATIONS[name].task, cluster.id)
         resumed.append(cluster.id)
     return resumed

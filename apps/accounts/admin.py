@@ -2,49 +2,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from apps.clusters.quotas import usage_of
-
 from . import services, ssh
 from .models import LIMIT_FIELDS, OIDCIdentity, Quota, SSHKey
-
-
-def _usage(quota: Quota) -> dict[str, int]:
-    if not hasattr(quota, "_usage"):  # derived once per row, from active allocations
-        quota._usage = usage_of(quota)  # type: ignore[attr-defined]  # a cache on the row
-    return quota._usage  # type: ignore[attr-defined]
-
-
-def _used_of(quota: Quota, limit: str) -> str:
-    maximum = getattr(quota, limit)
-    return f"{_usage(quota)[limit]} / {'unlimited' if maximum is None else maximum}"
-
-
-def fullest(quota: Quota) -> float:
-    """The highest share of any set limit the quota's holder uses (0 when none is set)."""
-    used = _usage(quota)
-    shares = [
-        used[name] / m if m else float(used[name] > 0)
-        for name in LIMIT_FIELDS
-        if (m := getattr(quota, name)) is not None
-    ]
-    return max(shares, default=0.0)
-
-
-class UsageFilter(admin.SimpleListFilter):
-    """Usage is derived, not stored, so the filter computes it per quota (fine at admin scale)."""
-
-    title = "usage"
-    parameter_name = "usage"
-
-    def lookups(self, request, model_admin):
-        return [("over80", "Over 80% of a limit"), ("at_limit", "At a limit")]
-
-    def queryset(self, request, queryset):
-        threshold = {"over80": 0.8, "at_limit": 1.0}.get(self.value())
-        if threshold is None:
-            return queryset
-        ids = [q.id for q in queryset.select_related(None) if fullest(q) >= threshold]
-        return queryset.filter(id__in=ids)
 
 
 class LimitsForm(forms.Form):
@@ -65,17 +24,12 @@ class LimitsForm(forms.Form):
 
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
-    list_display = ["__str__", *(f"usage_{name}" for name in LIMIT_FIELDS)]
-    list_select_related = ["user", "group"]
-    list_filter = [UsageFilter]
-    readonly_fields = ["current_usage"]
-    actions = ["set_limits"]
+    """Limits, saved through the services. What each holder uses next to each limit is the
+    clusters' to say: apps/clusters/usage_admin.py registers this page again with it."""
 
-    def current_usage(self, quota: Quota) -> str:
-        if quota.pk is None:
-            return "-"
-        used = usage_of(quota)
-        return ", ".join(f"{k.removeprefix('max_')}: {v}" for k, v in used.items())
+    list_display = ["__str__"]
+    list_select_related = ["user", "group"]
+    actions = ["set_limits"]
 
     # Saving and deleting go through the services, which audit the change.
     def save_model(self, request, obj: Quota, form, change: bool) -> None:
@@ -112,17 +66,6 @@ class QuotaAdmin(admin.ModelAdmin):
             "title": "Set limits",
         }
         return TemplateResponse(request, "admin/accounts/quota/set_limits.html", context)
-
-
-# One column per limit showing derived usage next to it.
-for _name in LIMIT_FIELDS:
-
-    def _column(self, quota: Quota, _limit=_name) -> str:
-        return _used_of(quota, _limit)
-
-    _words = _name.removeprefix("max_").replace("_", " ")
-    _column = admin.display(description=f"{_words} used / max")(_column)
-    setattr(QuotaAdmin, f"usage_{_name}", _column)
 
 
 @admin.register(SSHKey)

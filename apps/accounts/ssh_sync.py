@@ -19,6 +19,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
+from apps.tasks import bus
+
 log = logging.getLogger(__name__)
 SYNC_TASK = "platter.sync_ssh_keys"
 PENDING_SECONDS = 15 * 60  # longer than any queue wait we expect; see above
@@ -37,15 +39,13 @@ def request_sync(user_id: int) -> None:
 
 def queue_sync(user_id: int) -> bool:
     """Send a sync task if none is pending for the user; whether one was sent."""
-    from apps.clusters import jobs  # accounts is below clusters; the task is sent by name
-
     try:
         if not cache.add(pending_key(user_id), 1, timeout=PENDING_SECONDS):
             return False  # the pending run reads the keys when it starts
-    except Exception as error:  # noqa: BLE001 (Redis away: the broker is too, see jobs.send)
+    except Exception as error:  # noqa: BLE001 (Redis away: the broker is too, see bus.send)
         log.warning("ssh keys of user %s: no sync queued: %s", user_id, error)
         return False
-    if jobs.send(SYNC_TASK, user_id):
+    if bus.send(SYNC_TASK, user_id):
         return True
     cache.delete(pending_key(user_id))  # never sent: the next change tries again
     return False

@@ -8,10 +8,9 @@ from drf_spectacular.views import (
 )
 from rest_framework.routers import SimpleRouter
 
-from apps.jobs.api.views import ClusterJobsView, JobViewSet
-
 from .views.clusters import ClusterViewSet
 from .views.inventory import DiskViewSet, NodeViewSet, QuotaViewSet
+from .views.jobs import ClusterJobsView, JobViewSet
 from .views.keys import SSHKeyViewSet
 from .views.me import QuotaView, TokenViewSet
 from .views.products import ProductViewSet, VersionView

@@ -2,12 +2,12 @@
 keys, the cluster's credentials, the path its web UIs are served under by the portal), and what
 the cluster page and the APIs show (the ssh command, the proxied web UIs).
 
-Each part lives with its domain (apps/accounts for keys, apps/clusters/credentials for
-secrets, apps/proxy for web UIs); this module is the one place the container plan and the
-connection selector ask.
+Each part lives with its domain (apps/accounts for keys, apps/clusters/credentials.py for
+secrets, apps/clusters/web_ui.py for the web UIs apps/proxy serves); this module is the one
+place the container plan and the connection selector ask.
 """
 
-from apps.clusters import credentials
+from apps.clusters import credentials, web_ui
 from apps.clusters.models import Cluster, Instance
 
 
@@ -40,9 +40,7 @@ def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
     """PLATTER_WEB_UI_ROOT: the path the portal serves this cluster's UIs under (the same on
     the portal and on the cluster's UI host); a UI at <root>/<hostname>/<port>/ can write its
     links under it (Spark's reverse proxy URL)."""
-    from apps.proxy.services import cluster_root_path
-
-    return {"PLATTER_WEB_UI_ROOT": cluster_root_path(cluster.id)}
+    return {"PLATTER_WEB_UI_ROOT": web_ui.cluster_root_path(cluster.id)}
 
 
 SSH_KEYS_VARIABLE = "PLATTER_SSH_AUTHORIZED_KEYS"
@@ -90,6 +88,4 @@ def ssh_login(cluster: Cluster) -> dict | None:
 def web_uis(cluster: Cluster) -> list[dict]:
     """[{"name", "hostname", "port", "url"}]: the portal paths of the cluster's web UIs; each
     sends the browser, after the portal's access check, to the cluster's own UI origin."""
-    from apps.proxy import services
-
-    return services.web_uis(cluster)
+    return web_ui.web_uis(cluster)

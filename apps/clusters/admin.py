@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from . import leftovers, services
+from . import leftovers, services, usage_admin
 from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance, Leftover
 
 
@@ -126,3 +126,7 @@ class IdlePolicyAdmin(admin.ModelAdmin):
 
     list_display = ["group", "idle_limit_minutes"]
     search_fields = ["group__name"]
+
+
+# The accounts' Quota and the inventory's Node pages again, with what the clusters use.
+usage_admin.register(admin.site)

@@ -5,7 +5,9 @@ import logging
 from django.conf import settings
 from django.db.models import F
 
-from . import backfill, jobs, placement
+from apps.tasks import bus
+
+from . import backfill, placement
 from .models import Cluster
 from .reservation import Rejection, Reservation, fail, reserve
 from .transitions import record_event
@@ -59,7 +61,7 @@ def _admission_pass(caller: int | None = None) -> dict[int, Reservation | Reject
             continue  # that cluster failed on its own; the rest of the queue goes on
         if isinstance(outcome, Reservation):
             if cluster_id != caller:
-                jobs.dispatch(jobs.LAUNCH, cluster_id)  # the worker creates its containers
+                bus.dispatch(bus.LAUNCH, cluster_id)  # the worker creates its containers
         elif (
             shadow is None
             and isinstance(outcome, Rejection)

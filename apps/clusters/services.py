@@ -2,8 +2,8 @@
 admission queue live in their own modules; this is the entry point views and workers call.
 
 Views and the API call the `request_*` functions: they check and move the state, then hand the
-node work to a worker (jobs.dispatch). The workers call `finish_destroy` once the containers
-are gone."""
+node work to a worker (apps.tasks.bus.dispatch). The workers call `finish_destroy` once the
+containers are gone."""
 
 import math
 from collections.abc import Iterable
@@ -18,8 +18,9 @@ from django.utils import timezone
 from apps.audit.services import Action, Actor, record
 from apps.catalog.options import ClusterSpec
 from apps.catalog.revisions import current_revision
+from apps.tasks import bus
 
-from . import idle, jobs, placement, preview
+from . import idle, placement, preview
 from .admission import admit_queued
 from .models import Cluster, Instance
 from .names import NameTaken, create_named
@@ -162,7 +163,7 @@ def create_cluster(
         lease_hours=lease_hours,
         reuse_data_of=reuse_data_of.id if reuse_data_of else None,
     )
-    jobs.dispatch(jobs.LAUNCH, cluster.id)
+    bus.dispatch(bus.LAUNCH, cluster.id)
     return cluster
 
 
@@ -234,7 +235,7 @@ def request_destroy(
         raise StateConflict(f"cluster {cluster_id} is {state}; it cannot be destroyed now")
     Cluster.objects.filter(id=cluster_id).update(wipe_data=not keep_data)
     _audit(Action.CLUSTER_DESTROY, cluster_id, actor, keep_data=keep_data, **why)
-    jobs.dispatch(jobs.DESTROY, cluster_id)
+    bus.dispatch(bus.DESTROY, cluster_id)
     return S.DESTROYING
 
 
@@ -258,7 +259,7 @@ def request_stop(cluster_id: int, *, actor: Actor = None, reason: str = "") -> s
             return state
         raise StateConflict(f"cluster {cluster_id} is {state}; only running clusters stop")
     _audit(Action.CLUSTER_STOP, cluster_id, actor, **({"reason": reason} if reason else {}))
-    jobs.dispatch(jobs.STOP, cluster_id)
+    bus.dispatch(bus.STOP, cluster_id)
     return S.STOPPING
 
 
@@ -272,7 +273,7 @@ def request_start(cluster_id: int, *, actor: Actor = None) -> str:
             return state
         raise StateConflict(f"cluster {cluster_id} is {state}; only stopped clusters start")
     _audit(Action.CLUSTER_START, cluster_id, actor)
-    jobs.dispatch(jobs.START, cluster_id)
+    bus.dispatch(bus.START, cluster_id)
     return S.CONFIGURING
 
 
@@ -314,7 +315,7 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
         previous=resize.current,
         workers=resize.target,
     )
-    jobs.dispatch(jobs.RESIZE, cluster_id)
+    bus.dispatch(bus.RESIZE, cluster_id)
     return S.RESIZING
 
 
@@ -342,7 +343,7 @@ def request_notebook(cluster_id: int, *, actor: Actor = None) -> str:
     _audit(
         Action.CLUSTER_RESIZE, cluster_id, actor, role=grow.role, previous=0, workers=grow.target
     )
-    jobs.dispatch(jobs.RESIZE, cluster_id)
+    bus.dispatch(bus.RESIZE, cluster_id)
     return S.RESIZING
 
 

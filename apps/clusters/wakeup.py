@@ -1,12 +1,13 @@
 """Waking the admission queue when capacity comes back, in one place: every release
 (reservation.release, leftovers.release) and every inventory change that brings capacity back
-(a node or a disk in service again, apps.inventory.services) calls wake_queue(). Beat's admit
-pass (every 30 s) is only the net under it.
+(a node or a disk in service again: apps.inventory.services sends capacity_back, which
+on_capacity_back receives) calls wake_queue(). Beat's admit pass (every 30 s) is only the net
+under it.
 
 The admission pass reserves clusters, a reservation may fail one, a failure releases what the
 cluster held and a release wakes the queue: the calls go round, so the imports must not. This
-module imports nothing of the app but jobs; ClustersConfig.ready() hands it the pass
-(admission.admit_queued) once every module is loaded."""
+module imports nothing of the app (only the task bus); ClustersConfig.ready() hands it the pass
+(admission.admit_queued) once every module is loaded, and connects on_capacity_back."""
 
 import logging
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Literal
 from django.conf import settings
 from django.db import transaction
 
-from . import jobs
+from apps.tasks import bus
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,14 @@ def wake_queue(after: Literal["release", "inventory"]) -> None:
     if after == "inventory":
         # A node or disk back in service (an admin's request, the reconciler's health check)
         # hands the pass to the workers whatever SCHEDULER_ADMIT_ON_RELEASE says.
-        jobs.dispatch(jobs.ADMIT)
+        bus.dispatch(bus.ADMIT)
     elif settings.SCHEDULER_ADMIT_ON_RELEASE:
         transaction.on_commit(_admit)
+
+
+def on_capacity_back(**kwargs) -> None:
+    """The inventory's capacity_back signal: a node or a disk is back in service."""
+    wake_queue("inventory")
 
 
 def _admit() -> None:

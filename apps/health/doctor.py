@@ -10,8 +10,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from apps.inventory import pki
 from apps.inventory.models import Node
+from apps.nodes import pki
 
 from .checks import check_database, check_node, check_redis
 

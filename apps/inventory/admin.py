@@ -1,44 +1,21 @@
 from django.contrib import admin, messages
-from django.db.models import Count
 
-from apps.clusters.node_usage import active_sum, free_disks
+from apps.nodes.pki import describe_credentials
+from apps.tasks import bus
 
 from .models import Address, Disk, Network, Node
-from .pki import describe_credentials
 from .services import set_disk_state, set_node_state
 
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "state", "endpoint", "cores_used", "memory_used", "disks_free"]
+    """Nodes, their states and credentials. What their instances use is the clusters' to say:
+    apps/clusters/usage_admin.py registers this page again with those columns."""
+
+    list_display = ["name", "state", "endpoint"]
     list_filter = ["state"]
     search_fields = ["name", "endpoint"]
     actions = ["drain", "activate", "discover_disks", "bench_disks"]
-
-    def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                used_cores=active_sum("cores"),
-                used_memory=active_sum("memory_mb"),
-                free_disks=free_disks(),
-                all_disks=Count("disks"),
-            )
-        )
-
-    @admin.display(description="cores used / total")
-    def cores_used(self, node: Node) -> str:
-        used = node.used_cores  # type: ignore[attr-defined]  # annotated by get_queryset()
-        return f"{used} / {node.cores} ({node.cores - used} free)"
-
-    @admin.display(description="memory MB used / total")
-    def memory_used(self, node: Node) -> str:
-        return f"{node.used_memory} / {node.memory_mb}"  # type: ignore[attr-defined]  # annotated by get_queryset()
-
-    @admin.display(description="disks free / total")
-    def disks_free(self, node: Node) -> str:
-        return f"{node.free_disks} / {node.all_disks}"  # type: ignore[attr-defined]  # annotated by get_queryset()
 
     # Credentials: the tls_dir path and what is in it, never a key (keys stay in files).
     readonly_fields = ["credentials"]
@@ -89,10 +66,8 @@ class NodeAdmin(admin.ModelAdmin):
 
     @admin.action(description="Benchmark free disks with fio, one at a time (in the background)")
     def bench_disks(self, request, queryset):
-        from apps.clusters import jobs
-
         for node in queryset:  # by name: the inventory does not import the workers
-            jobs.dispatch(jobs.BENCH_DISKS, node.id)
+            bus.dispatch(bus.BENCH_DISKS, node.id)
         messages.success(
             request, f"benchmark queued for {queryset.count()} node(s); results show on Disks"
         )

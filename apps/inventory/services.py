@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
@@ -67,12 +68,16 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
     return True
 
 
+# Sent when a node or a disk is back in service, so capacity came back. The clusters app,
+# above the inventory, connects its admission queue's wake-up to it (ClustersConfig.ready and
+# apps/clusters/wakeup.py): the inventory names no queue.
+capacity_back = Signal()
+
+
 def _capacity_freed() -> None:
     """Offer the queue the capacity that came back, once this commits (the periodic pass is
     only a net)."""
-    from apps.clusters import wakeup
-
-    wakeup.wake_queue("inventory")
+    capacity_back.send(sender=Node)
 
 
 @transaction.atomic

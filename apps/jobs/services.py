@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, record
-from apps.clusters import jobs as tasks
 from apps.clusters.models import Cluster
 from apps.clusters.states import State
+from apps.tasks import bus
 
 from .models import ENDED, LIVE, Job, JobFile
 
@@ -210,7 +210,7 @@ def submit(user: Any, cluster: Cluster, asked: JobRequest, *, actor: Actor = Non
             main=main,
             files=len(asked.uploads),
         )
-        tasks.dispatch(RUN, job.id)
+        bus.dispatch(RUN, job.id)
     return job
 
 
@@ -382,7 +382,7 @@ def adopt_lost_jobs(older_than: float | None = None) -> list[int]:
         log.warning(
             "job %s: no heartbeat for over %.0f s; another worker follows it", job_id, seconds
         )
-        tasks.dispatch(FOLLOW, job_id, lease.isoformat())
+        bus.dispatch(FOLLOW, job_id, lease.isoformat())
         adopted.append(job_id)
     return adopted
 

@@ -4,6 +4,7 @@ page whose log grows by htmx polling. Owners only: anyone else's cluster or job 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -50,13 +51,19 @@ class SubmitForm(forms.Form):
     output = forms.CharField(required=False, max_length=200, label="Output folder")
 
 
+def _owned(request: HttpRequest) -> QuerySet[Cluster]:
+    """As the web's cluster pages (apps/web/views/clusters.py my_clusters): the access rule
+    narrowed to the user's own clusters, staff included."""
+    user = signed_in_user(request)
+    return Cluster.objects.visible_to(user).filter(owner=user)
+
+
 def _cluster(request: HttpRequest, cluster_id: int) -> Cluster:
-    owned = Cluster.objects.filter(owner=signed_in_user(request)).select_related("version__product")
-    return get_object_or_404(owned, id=cluster_id)
+    return get_object_or_404(_owned(request).select_related("version__product"), id=cluster_id)
 
 
 def _job(request: HttpRequest, job_id: int) -> Job:
-    owned = Job.objects.filter(cluster__owner=signed_in_user(request)).select_related("cluster")
+    owned = Job.objects.filter(cluster__in=_owned(request)).select_related("cluster")
     return get_object_or_404(owned, id=job_id)
 
 

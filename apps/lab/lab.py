@@ -19,11 +19,10 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import ProtectedError
 
-from apps.inventory import pki
 from apps.inventory.discovery import KIND_FILE
 from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
-from apps.nodes import NodeError
+from apps.nodes import NodeError, pki
 
 from . import clash, dataroot, host, segments, ssh
 from .daemons import local_node, start_dockerd, wait_for_dockerd

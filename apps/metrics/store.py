@@ -3,7 +3,8 @@
 The portal runs as several gunicorn processes and Celery workers on several machines, so a
 metric held in one process's memory would show one process's share. Instead every observation
 goes to one Redis hash per metric (fields are label values plus a bucket, or the sum) in one
-pipelined round trip, and /metrics turns the hashes into Prometheus histograms and counters.
+pipelined round trip, and /metrics (apps/exporter/collector.py) turns the hashes into
+Prometheus histograms and counters.
 
 Recording never gets in the way of the work it measures: a Redis error is logged and dropped.
 """

@@ -17,9 +17,7 @@ from django.conf import settings
 from docker.errors import DockerException
 from docker.utils import version_lt
 
-from apps.inventory import pki
-
-from . import engine
+from . import engine, pki
 
 # TLS alerts a node's dockerd sends when it does not accept our client certificate.
 CLIENT_REFUSED = ("BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_REQUIRED")

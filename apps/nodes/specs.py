@@ -3,10 +3,13 @@
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:  # for the type checker only: the node layer never reads the inventory
-    from apps.inventory.models import Node
+from .engine import Endpoint
+
+# The node a spec runs on: to the layer only an Endpoint; to the apps that make specs and read
+# them back (apps/clusters/container_specs.py, the workers) their inventory Node.
+NodeT = TypeVar("NodeT", bound=Endpoint)
 
 # Docker's log driver would otherwise let a chatty product fill the node's root disk.
 LOG_DRIVER = "json-file"
@@ -14,12 +17,12 @@ LOG_OPTIONS = {"max-size": "10m", "max-file": "3"}
 
 
 @dataclass
-class ContainerSpec:
+class ContainerSpec(Generic[NodeT]):
     """One instance's container: reserved cores and memory, its own disks (binds), its address
     on the cluster's network, its members in /etc/hosts, and nothing more."""
 
     instance_id: int
-    node: "Node"  # an inventory Node (an apps.nodes.engine.Endpoint to the layer)
+    node: NodeT
     name: str
     image: str
     hostname: str

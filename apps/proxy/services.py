@@ -1,8 +1,9 @@
-"""The web UIs a cluster offers through the portal, and forwarding a request to one of them.
+"""Forwarding a request to one of the web UIs a cluster offers through the portal.
 
 A UI is a port the catalog version declares with "ui": true, on an instance of that port's
-role. Anything else (another port, a hostname that is no member, a released instance) is
-unknown, so the view answers 404 exactly as for a cluster the user may not see.
+role (apps/clusters/web_ui.py). Anything else (another port, a hostname that is no member, a
+released instance) is unknown, so the view answers 404 exactly as for a cluster the user may
+not see.
 """
 
 import logging
@@ -13,7 +14,8 @@ from urllib.parse import quote
 import httpx
 from django.http import HttpRequest, StreamingHttpResponse
 
-from apps.clusters.models import Cluster, Instance
+from apps.clusters.models import Cluster
+from apps.clusters.web_ui import cluster_root_path, live_instances, ui_ports
 from portal import streams
 
 from . import headers, origins, transport
@@ -58,44 +60,6 @@ class Target:
     def prefix(self) -> str:
         """This UI's path on the portal, without a trailing slash."""
         return f"{cluster_root_path(self.cluster_id)}/{self.hostname}/{self.port}"
-
-
-def cluster_root_path(cluster_id: int) -> str:
-    return f"/clusters/{cluster_id}/ui"
-
-
-def ui_ports(cluster: Cluster) -> list[dict]:
-    """The version's ports declared as web UIs."""
-    return [p for p in cluster.definition.ports or [] if p.get("ui") is True]
-
-
-def live_instances(cluster: Cluster) -> list[Instance]:
-    return list(
-        cluster.instances.filter(active=True, address__isnull=False)
-        .select_related("address")
-        .order_by("role", "index")
-    )
-
-
-def web_uis(cluster: Cluster) -> list[dict]:
-    """[{"name", "hostname", "port", "url"}] of every UI of the cluster's placed members. The
-    url is the UI's path on the portal, which checks access and sends the browser on to the
-    cluster's own UI origin (views.portal_web_ui)."""
-    ports = ui_ports(cluster)
-    if not ports:
-        return []
-    root = cluster_root_path(cluster.id)
-    return [
-        {
-            "name": port["name"],
-            "hostname": instance.hostname,
-            "port": port["port"],
-            "url": f"{root}/{instance.hostname}/{port['port']}/",
-        }
-        for instance in live_instances(cluster)
-        for port in ports
-        if port["role"] == instance.role
-    ]
 
 
 def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:

@@ -97,10 +97,10 @@ def test_a_run_queued_while_another_runs_waits_for_it_and_keeps_collecting_chang
 
 
 def test_a_run_that_could_not_be_sent_leaves_nothing_pending(unattended, alice, monkeypatch):
-    from apps.clusters import jobs
+    from apps.tasks import bus
 
     with monkeypatch.context() as away:
-        away.setattr(jobs, "send", lambda task, *args: False)  # the broker is away
+        away.setattr(bus, "send", lambda task, *args: False)  # the broker is away
         assert ssh_sync.queue_sync(alice.id) is False
     ssh.add_key(alice, ed25519_public("back"))
     assert unattended() == [alice.id]

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from apps.accounts.models import LIMIT_FIELDS, Quota
 from apps.clusters.quotas import DISK_KINDS, usage_of
 from apps.inventory.models import Disk, Node
-from apps.inventory.pki import tls_status
+from apps.nodes.pki import tls_status
 
 
 class DiskCountSerializer(serializers.Serializer):

@@ -127,10 +127,10 @@ def test_an_inventory_change_sends_the_admit_task_whatever_the_setting(
 # app handing the pass to it, the services' re-export, the task's name and the task beat runs.
 ADMITTERS = {
     "apps/clusters/admission.py",
-    "apps/clusters/jobs.py",
     "apps/clusters/wakeup.py",
     "apps/clusters/apps.py",
     "apps/clusters/services.py",
+    "apps/tasks/bus.py",
     "workers/tasks.py",
 }
 

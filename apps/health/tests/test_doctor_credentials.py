@@ -6,8 +6,8 @@ import pytest
 from cryptography import x509
 
 from apps.health import doctor
-from apps.inventory import pki
 from apps.inventory.models import Node
+from apps.nodes import pki
 
 
 @pytest.fixture

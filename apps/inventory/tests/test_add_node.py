@@ -9,9 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.inventory import pki
 from apps.inventory.models import Node
-from apps.nodes import engine
+from apps.nodes import engine, pki
 
 
 def add_node(*args: str) -> str:

@@ -11,9 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from apps.inventory import pki
 from apps.inventory.models import Node
-from apps.nodes import NodeError, engine
+from apps.nodes import NodeError, engine, pki
 
 
 def key_lines(path: Path) -> list[str]:

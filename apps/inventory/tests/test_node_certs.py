@@ -1,4 +1,4 @@
-"""The portal CA (apps.inventory.pki) and manage.py node_certs: the files it writes make a real
+"""The portal CA (apps.nodes.pki) and manage.py node_certs: the files it writes make a real
 mutual-TLS handshake work, keys are private files, and no key is ever printed."""
 
 import io
@@ -15,9 +15,8 @@ import requests
 from cryptography import x509
 from django.core.management import call_command
 
-from apps.inventory import pki
 from apps.inventory.models import Node
-from apps.nodes import engine
+from apps.nodes import engine, pki
 
 
 @pytest.fixture

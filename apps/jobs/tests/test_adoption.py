@@ -10,12 +10,12 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from apps.clusters import jobs as dispatcher
 from apps.jobs import services
 from apps.jobs.models import Job, JobFile
 from apps.jobs.services import JobRequest, Upload
 from apps.nodes import NodeMissing
 from apps.nodes.fake import FakeContainer, FakeNodes
+from apps.tasks import bus
 from portal.celery import app
 from workers import jobs as runner
 from workers import tasks  # noqa: F401 (registers the platter.* tasks with the app)
@@ -46,7 +46,7 @@ def sent(settings, monkeypatch) -> list[tuple[str, tuple]]:
     """The tasks handed to the broker (after commit), instead of a broker."""
     settings.DISPATCH_CLUSTER_TASKS = True
     handed: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(dispatcher, "send", lambda task, *args: handed.append((task, args)))
+    monkeypatch.setattr(bus, "send", lambda task, *args: handed.append((task, args)))
     return handed
 
 

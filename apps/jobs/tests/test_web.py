@@ -61,3 +61,11 @@ def test_others_get_404(client, bob, spark, alice):
     assert client.get(f"/jobs/{job.id}/").status_code == 404
     assert client.get(f"/jobs/{job.id}/log").status_code == 404
     assert client.post(f"/jobs/{job.id}/cancel").status_code == 404
+
+
+def test_staff_too_reach_only_their_own_jobs_here(client, admin_user, spark, alice):
+    """As the cluster pages: the API is where staff see everyone's."""
+    job = services.submit(alice, spark, services.JobRequest(kind="pyspark", main="/opt/x.py"))
+    client.force_login(admin_user)
+    assert client.get(f"/clusters/{spark.id}/jobs").status_code == 404
+    assert client.get(f"/jobs/{job.id}/").status_code == 404

@@ -14,14 +14,13 @@ import pytest
 import requests
 from django.conf import settings
 
-from apps.inventory import pki
 from apps.inventory.models import Disk, Network, Node
 from apps.lab import host
 from apps.lab.host import mounted_device
 from apps.lab.image import lab_network_spec
 from apps.lab.nodes import state_dir
 from apps.lab.segments import slot_segments
-from apps.nodes import engine
+from apps.nodes import engine, pki
 
 pytestmark = pytest.mark.lab
 

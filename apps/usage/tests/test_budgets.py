@@ -64,7 +64,7 @@ def test_the_80_percent_warning_goes_to_every_live_cluster_once(alice, team):
 def test_metrics_export_each_groups_figures_as_counters(alice, bob, team):
     from django.core.cache import cache
 
-    from apps.metrics.collector import exposition
+    from apps.exporter.collector import exposition
 
     running_since(alice, MONTH_START, cores=2)
     running_since(bob, MONTH_START, cores=1)

@@ -131,6 +131,13 @@ def test_another_user_gets_404_for_my_logs(client, bob, mine):
     assert client.get(url, {"instance": "worker-0"}, **HTMX).status_code == 404
 
 
+def test_staff_too_see_only_their_own_clusters_on_these_pages(client, admin_user, mine):
+    """Self-service pages: the access rule narrowed to the owner (the API shows staff all)."""
+    client.force_login(admin_user)
+    assert client.get(reverse("web:cluster", args=[mine.id])).status_code == 404
+    assert mine.name not in client.get(reverse("web:clusters"), {"state": "all"}).content.decode()
+
+
 @pytest.fixture
 def placed(mine) -> Cluster:
     reserve(mine.id)

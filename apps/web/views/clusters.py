@@ -37,8 +37,11 @@ PAGE_SIZE = 25  # clusters per page of the list
 
 
 def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
-    """Only the user's own clusters: anyone else's answers 404, never 403."""
-    return Cluster.objects.filter(owner=signed_in_user(request)).select_related("version__product")
+    """Only the user's own clusters: anyone else's answers 404, never 403. The access rule
+    (Cluster.objects.visible_to) narrowed to the owner: these pages are self-service, so staff
+    too see only their own here (everyone's through the API and the admin)."""
+    user = signed_in_user(request)
+    return Cluster.objects.visible_to(user).filter(owner=user).select_related("version__product")
 
 
 def _detail(request: HttpRequest, cluster_id: int) -> Cluster:

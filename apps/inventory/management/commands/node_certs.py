@@ -6,8 +6,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from apps.inventory import pki
 from apps.inventory.models import Node
+from apps.nodes import pki
 
 # Where the instructions put the files on the node.
 NODE_TLS_DIR = "/etc/docker/platter"

@@ -1,5 +1,7 @@
-"""Handing cluster work to the Celery workers, by task name so the clusters app does not
-import the workers package (the workers import the clusters app)."""
+"""Handing work to the Celery workers, by task name so no app imports the workers package
+(the workers import the apps): the cluster operations' names, and dispatch/send for those and
+for the names other apps keep with their own work (apps/jobs/services.py,
+apps/accounts/ssh_sync.py)."""
 
 import logging
 

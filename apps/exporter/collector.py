@@ -1,5 +1,5 @@
 """What /metrics shows: gauges computed from Postgres at scrape time, Celery queue lengths from
-the broker, and the histograms and counters the processes recorded (store.py).
+the broker, and the histograms and counters the processes recorded (apps/metrics/store.py).
 
 A scrape costs a handful of aggregate queries and two Redis round trips, whatever the size of
 the inventory: nothing loops over disks or clusters in Python.
@@ -19,10 +19,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from apps.clusters.models import Cluster, DiskAllocation
 from apps.clusters.node_usage import active_sum, free_disks
 from apps.inventory.models import Disk, Node
+from apps.metrics import recorded, store
 from apps.usage.services import all_time_by_group
 from portal import queues
-
-from . import recorded, store
 
 log = logging.getLogger(__name__)
 MB = 2**20

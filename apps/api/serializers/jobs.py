@@ -1,3 +1,6 @@
+"""The jobs API's serializers (apps/api/views/jobs.py): a job, a submit's form, a log query and
+the listing of a job's output."""
+
 from typing import Any, cast
 
 from django.urls import reverse
@@ -6,9 +9,8 @@ from rest_framework import serializers
 
 from apps.clusters import access, logs
 from apps.clusters.models import Cluster
-
-from .. import ui
-from ..models import Job
+from apps.jobs import ui
+from apps.jobs.models import Job
 
 
 class JobSerializer(serializers.ModelSerializer):

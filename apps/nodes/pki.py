@@ -1,5 +1,7 @@
 """The portal's certificate authority: node server certificates and the portal's client
-certificate, so every node's dockerd demands mutual TLS and trusts only this portal.
+certificate, so every node's dockerd demands mutual TLS and trusts only this portal. It sits in
+the node layer, next to the transports that present these files (engine.py, probe.py); the
+inventory's node_certs command and admin read it from here.
 
 Keys live in files (0600, in 0700 folders), never in the database: Node.tls_dir names the
 folder the portal presents to a node (ca.pem, cert.pem, key.pem). The lab issues its own CA
@@ -18,7 +20,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.conf import settings
 
 VALIDITY = dt.timedelta(days=825)  # the longest lifetime TLS clients commonly accept
-# What the portal needs in a node's tls_dir to reach it over tcp:// (drivers.tls_config).
+# What the portal needs in a node's tls_dir to reach it over tcp:// (engine.tls_config).
 CLIENT_FILES = ("ca.pem", "cert.pem", "key.pem")
 # What a node's dockerd needs (node_certs writes them for copying to the node).
 NODE_FILES = ("ca.pem", "server-cert.pem", "server-key.pem")

@@ -22,17 +22,22 @@ from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts.requests import signed_in_user
-from apps.api.errors import ApiError
-from apps.api.permissions import visible_clusters
-from apps.api.schema import ErrorSerializer
-from apps.api.views.clusters import LOG_ERRORS, LOG_RENDERERS, TEXT, text_stream
+from apps.jobs import results, services
+from apps.jobs.models import Job, JobFile
+from apps.jobs.services import JobRefused, JobRequest, Upload
 from apps.nodes import NodeError
 from portal import streams
 
-from .. import results, services
-from ..models import Job, JobFile
-from ..services import JobRefused, JobRequest, Upload
-from .serializers import JobSerializer, JobSubmitSerializer, LogQuerySerializer, OutputsSerializer
+from ..errors import ApiError
+from ..permissions import visible_clusters
+from ..schema import ErrorSerializer
+from ..serializers.jobs import (
+    JobSerializer,
+    JobSubmitSerializer,
+    LogQuerySerializer,
+    OutputsSerializer,
+)
+from .clusters import LOG_ERRORS, LOG_RENDERERS, TEXT, text_stream
 
 REFUSALS = {
     400: OpenApiResponse(ErrorSerializer, "bad input, named in `fields`"),
@@ -44,7 +49,7 @@ REFUSALS = {
 def visible_jobs(user) -> QuerySet[Job]:
     """Jobs on the clusters the user may see (admins: all)."""
     jobs = Job.objects.select_related("cluster", "owner")
-    return jobs if user.is_staff else jobs.filter(cluster__owner=user)
+    return jobs.filter(cluster__in=visible_clusters(user))
 
 
 def refused(error: JobRefused) -> ApiError:
