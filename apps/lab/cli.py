@@ -149,17 +149,33 @@ def interrupts_ignored() -> Iterator[None]:
 
 
 # The fast tier: every test that needs neither the lab, nor a Celery worker, nor Chromium (the
-# markers conftest.py sets from the fixtures a test uses).
+# markers conftest.py sets from the fixtures a test uses). It runs on several pytest-xdist
+# processes: its tests mostly wait on PostgreSQL, so 2 cores keep 4 busy. The other tiers run in
+# one process: their tests share the lab's nodes, and each runs a Celery worker of its own.
 TIERS = ("lab", "worker", "browser")
 FAST_TIER = " and ".join(f"not {marker}" for marker in TIERS)
+SLOW_TIERS = " or ".join(TIERS)
+
+
+def fast_processes() -> str:
+    """pytest-xdist's process count for the fast tier (PLATTER_TEST_PROCESSES overrides it);
+    "0" (one process) on a Redis without databases for several (a shared or older one)."""
+    wanted = os.environ.get("PLATTER_TEST_PROCESSES", str(min(4, 2 * (os.cpu_count() or 1))))
+    if int(wanted) > 1 and devservers.redis_databases() < devservers.TEST_REDIS_DATABASES:
+        print(
+            f"    Redis has fewer than {devservers.TEST_REDIS_DATABASES} databases: the fast"
+            " tier runs in one process (restart Redis with `--databases 64` for several)"
+        )
+        return "0"
+    return wanted
 
 
 def test(stack: Stack, pytest_args: list[str]) -> int:
-    """The whole check; with --fast, no lab is started and only the fast tier runs."""
+    """The whole check: the fast tier first (it fails in minutes when something basic broke),
+    then the lab, worker and browser tiers on the lab. With --fast, no lab is started and only
+    the fast tier runs; with other arguments (a path, -k, ...), one pytest run takes them."""
     fast = "--fast" in pytest_args
     pytest_args = [arg for arg in pytest_args if arg != "--fast"]
-    if fast:
-        pytest_args = ["-m", FAST_TIER, *pytest_args]
     step("ruff")
     for command in (["check", "."], ["format", "--check", "."]):
         if subprocess.run([PYTHON, "-m", "ruff", *command], cwd=BASE_DIR).returncode != 0:
@@ -173,11 +189,25 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
     if manage("makemigrations", "--check", "--dry-run", check=False) != 0:
         print("model changes without a migration: run manage.py makemigrations", file=sys.stderr)
         return 1
-    if not fast:
-        stack.lab()
-    step("pytest (fast tier: no lab, worker or browser)" if fast else "pytest")
+    if fast or not pytest_args:
+        processes = fast_processes()
+        step(f"pytest, fast tier (no lab, worker or browser) on {max(int(processes), 1)} processes")
+        # A module's tests stay in one process (--dist loadfile): some share a server-wide
+        # resource of their module's own (a bench's database, a spawned web server).
+        code = pytest(["-m", FAST_TIER, "-n", processes, "--dist", "loadfile", *pytest_args])
+        if fast or code != 0:
+            return code
+    stack.lab()
+    if pytest_args:
+        step("pytest")
+        return pytest(pytest_args)
+    step("pytest, lab, worker and browser tiers")
+    return pytest(["-m", SLOW_TIERS, "--durations=25"])
+
+
+def pytest(args: list[str]) -> int:
     code = subprocess.run(
-        [PYTHON, "-m", "pytest", *pytest_args],
+        [PYTHON, "-m", "pytest", *args],
         cwd=BASE_DIR,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.test"},
     ).returncode

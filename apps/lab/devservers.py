@@ -201,6 +201,9 @@ class Redis:
                 "",
                 "--appendonly",
                 "no",
+                # The test runs' pytest-xdist processes take databases 16-63 (settings/test.py).
+                "--databases",
+                "64",
                 "--daemonize",
                 "yes",
                 "--dir",
@@ -302,6 +305,23 @@ def managed() -> list[Postgres | Redis]:
     if not os.environ.get("REDIS_URL"):
         servers.append(Redis())
     return servers
+
+
+# The test settings give pytest-xdist's processes Redis databases 16-63 (portal/settings/test.py).
+TEST_REDIS_DATABASES = 64
+
+
+def redis_databases() -> int:
+    """How many databases the Redis in use has (16, Redis's default, when it will not say):
+    one this checkout did not start, or started before it asked for 64, may have fewer."""
+    import redis  # the venv's; this module otherwise runs on the standard library
+
+    url = os.environ.get("REDIS_URL") or Redis().url
+    try:
+        answer = redis.Redis.from_url(url, socket_timeout=5).config_get("databases")
+        return int(answer.get("databases", 16))
+    except (redis.RedisError, OSError, ValueError):
+        return 16
 
 
 def up() -> list[str]:

@@ -2,6 +2,8 @@
 `./platter test --fast` runs the tier that needs no lab, worker or browser without starting
 the lab."""
 
+import itertools
+
 import conftest
 from apps.lab import cli
 
@@ -44,26 +46,95 @@ def test_this_test_is_in_the_fast_tier(request):
     assert not {m.name for m in request.node.iter_markers()} & set(cli.TIERS)
 
 
-def test_fast_runs_the_fast_tier_and_starts_no_lab(monkeypatch):
-    ran, started = [], []
+class Recorder:
+    """cli.test with the commands it would run recorded instead of run, each passing."""
 
-    class Done:
-        returncode = 0
+    def __init__(self, monkeypatch) -> None:
+        self.ran: list[list[str]] = []
+        self.started: list[str] = []
+
+        class Done:
+            returncode = 0
+
+        def run(command, **kwargs):
+            self.ran.append(command)
+            return Done()
+
+        monkeypatch.setattr(cli.subprocess, "run", run)
+        monkeypatch.setattr(cli, "manage", lambda *args, **kwargs: 0)
+        self.stack = cli.Stack()
+        monkeypatch.setattr(self.stack, "services", lambda: self.started.append("services"))
+        monkeypatch.setattr(self.stack, "lab", lambda: self.started.append("lab"))
+
+    def pytest_runs(self) -> list[list[str]]:
+        return [c[c.index("pytest") + 1 :] for c in self.ran if "pytest" in c]
+
+
+def test_fast_runs_the_fast_tier_on_several_processes_and_starts_no_lab(monkeypatch):
+    monkeypatch.setenv("PLATTER_TEST_PROCESSES", "3")
+    monkeypatch.setattr(cli.devservers, "redis_databases", lambda: 64)
+    check = Recorder(monkeypatch)
+
+    assert cli.test(check.stack, ["--fast", "-x"]) == 0
+
+    assert check.started == ["services"]
+    assert check.pytest_runs() == [["-m", cli.FAST_TIER, "-n", "3", "--dist", "loadfile", "-x"]]
+    assert any("mypy" in command for command in check.ran)  # ruff and mypy still run
+    assert any("ruff" in command for command in check.ran)
+
+
+def test_the_whole_check_runs_the_fast_tier_then_the_others_on_the_lab(monkeypatch):
+    monkeypatch.setattr(cli.devservers, "redis_databases", lambda: 64)
+    check = Recorder(monkeypatch)
+
+    assert cli.test(check.stack, []) == 0
+
+    assert check.started == ["services", "lab"]
+    fast, slow = check.pytest_runs()
+    assert fast[:2] == ["-m", cli.FAST_TIER] and "-n" in fast
+    assert slow[:2] == ["-m", cli.SLOW_TIERS] and "-n" not in slow
+    # Every test, whatever its markers, is in exactly one of the two runs (a marker expression
+    # is a Python boolean expression of the marker names).
+    for marks in itertools.product([False, True], repeat=len(cli.TIERS)):
+        names = dict(zip(cli.TIERS, marks, strict=True))
+        assert eval(cli.FAST_TIER, {}, names) != eval(cli.SLOW_TIERS, {}, names)  # noqa: S307
+
+
+def test_a_redis_with_too_few_databases_runs_the_fast_tier_in_one_process(monkeypatch):
+    monkeypatch.setenv("PLATTER_TEST_PROCESSES", "4")
+    monkeypatch.setattr(cli.devservers, "redis_databases", lambda: 16)
+    check = Recorder(monkeypatch)
+
+    assert cli.test(check.stack, ["--fast"]) == 0
+
+    assert check.pytest_runs() == [["-m", cli.FAST_TIER, "-n", "0", "--dist", "loadfile"]]
+
+
+def test_a_failing_fast_tier_ends_the_check_before_the_lab(monkeypatch):
+    monkeypatch.setattr(cli.devservers, "redis_databases", lambda: 64)
+    check = Recorder(monkeypatch)
+    runs = []  # every command passes but pytest
+
+    class Result:
+        def __init__(self, code):
+            self.returncode = code
 
     def run(command, **kwargs):
-        ran.append(command)
-        return Done()
+        runs.append(command)
+        return Result(1 if "pytest" in command else 0)
 
     monkeypatch.setattr(cli.subprocess, "run", run)
-    monkeypatch.setattr(cli, "manage", lambda *args, **kwargs: 0)
-    stack = cli.Stack()
-    monkeypatch.setattr(stack, "services", lambda: started.append("services"))
-    monkeypatch.setattr(stack, "lab", lambda: started.append("lab"))
 
-    assert cli.test(stack, ["--fast", "-x"]) == 0
+    assert cli.test(check.stack, []) == 1
 
-    assert started == ["services"]
-    pytest_run = next(command for command in ran if "pytest" in command)
-    assert pytest_run[pytest_run.index("pytest") + 1 :] == ["-m", cli.FAST_TIER, "-x"]
-    assert any("mypy" in command for command in ran)  # ruff and mypy still run
-    assert any("ruff" in command for command in ran)
+    assert check.started == ["services"]
+    assert sum("pytest" in command for command in runs) == 1
+
+
+def test_arguments_run_once_on_the_lab(monkeypatch):
+    check = Recorder(monkeypatch)
+
+    assert cli.test(check.stack, ["-k", "lab", "-x"]) == 0
+
+    assert check.started == ["services", "lab"]
+    assert check.pytest_runs() == [["-k", "lab", "-x"]]
