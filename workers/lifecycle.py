@@ -12,6 +12,7 @@ records what happened.
 """
 
 import logging
+import threading
 import time
 
 from django.conf import settings
@@ -28,7 +29,7 @@ from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
-from apps.nodes import NodeError, helpers, parallel
+from apps.nodes import NodeError, NodeMissing, helpers, parallel
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -93,7 +94,13 @@ def _placed(started: float, state: str) -> str:
 
 
 def place(cluster: Cluster) -> None:
-    """Create and start every container; raises PlacementFailed naming the first failure."""
+    """Create and start every container; raises PlacementFailed naming the first failure.
+
+    A node normally has the cluster's network (segments stay on the nodes once made) and its
+    image already, so the containers are created right away, as a plain `docker run` would;
+    a node whose create answers that either is missing gets them (_prepare_node) and the
+    create is tried again. Only nodes with disks handed over from another cluster are
+    prepared first: that data is wiped before any container of this cluster sees the disks."""
     specs = container_specs.plans_for(cluster)
     on_nodes = {s.node.id: s.node for s in specs}
     held = cluster.instances.filter(active=True).values("address__network_id")
@@ -102,7 +109,7 @@ def place(cluster: Cluster) -> None:
     # Read here: the node threads never touch the database.
     folder = container_specs.data_folder(cluster)
     labels = wipe_labels(cluster.id)
-    prepared = parallel(
+    preparing = _Preparing(
         lambda node: _prepare_node(
             node,
             {s.image for s in specs if s.node.id == node.id},
@@ -110,26 +117,77 @@ def place(cluster: Cluster) -> None:
             handed_over.get(node.id, []),
             folder,
             labels,
-        ),
-        list(on_nodes.values()),
+        )
     )
-    for node, outcome in zip(on_nodes.values(), prepared, strict=True):
+    first = [on_nodes[node_id] for node_id in handed_over if node_id in on_nodes]
+    for node, outcome in zip(first, parallel(preparing.node, first), strict=True):
         if isinstance(outcome, Exception):
             raise _placement_failure(node, outcome)
     if handed_over:
         _forget_kept(handed_over)
-    results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
+    results = parallel(preparing.run, specs)
     failure = None
+    started = []
     for spec, outcome in zip(specs, results, strict=True):
         if isinstance(outcome, Exception):
             failure = failure or _placement_failure(spec.node, outcome)
             continue
-        container_id, seconds = outcome
-        Instance.objects.filter(id=spec.instance_id, active=True).update(container_id=container_id)
-        record_event(cluster.id, f"{spec.hostname} started on {spec.node.name} in {seconds:.1f} s")
+        started.append((spec, *outcome))
+    _record_started(cluster.id, started, done=None if failure else container_limits())
     if failure:
         raise failure
-    record_event(cluster.id, container_limits())
+
+
+class _Preparing:
+    """Prepares each node once, in the node threads of one placement: first use on a node's
+    thread, the others of that node wait for it (two creates of one network would make two
+    networks of that name)."""
+
+    def __init__(self, prepare) -> None:
+        self._prepare = prepare
+        self._lock = threading.Lock()
+        self._nodes: dict[int, threading.Lock] = {}
+        self._done: set[int] = set()
+
+    def node(self, node: Node) -> None:
+        with self._lock:
+            lock = self._nodes.setdefault(node.id, threading.Lock())
+        with lock:
+            if node.id not in self._done:
+                self._prepare(node)
+                self._done.add(node.id)
+
+    def run(self, spec) -> tuple[str, float]:
+        """ensure_running, preparing the node first if it lacks the network or the image."""
+        client = nodes.client(spec.node)
+        try:
+            return client.ensure_running(spec)
+        except NodeMissing:
+            if spec.node.id in self._done:
+                raise  # prepared already: what is missing is something else
+        self.node(spec.node)
+        return client.ensure_running(spec)
+
+
+def _record_started(cluster_id: int, started: list[tuple], done: str | None = None) -> None:
+    """The container ids of the started instances ((spec, container id, seconds)) and an
+    event for each, then `done` as the last one, in three statements whatever their number."""
+    if not started and done is None:
+        return
+    ids = {spec.instance_id: container_id for spec, container_id, _ in started}
+    changed = list(Instance.objects.filter(id__in=ids, active=True).only("id", "container_id"))
+    for instance in changed:
+        instance.container_id = ids[instance.id]
+    if changed:
+        Instance.objects.bulk_update(changed, ["container_id"])
+    messages = [
+        f"{spec.hostname} started on {spec.node.name} in {seconds:.1f} s"
+        for spec, _, seconds in started
+    ]
+    ClusterEvent.objects.bulk_create(
+        ClusterEvent(cluster_id=cluster_id, message=message)
+        for message in [*messages, *([done] if done else [])]
+    )
 
 
 def container_limits() -> str:

@@ -319,7 +319,7 @@ def redis_databases() -> int:
     url = os.environ.get("REDIS_URL") or Redis().url
     try:
         answer = redis.Redis.from_url(url, socket_timeout=5).config_get("databases")
-        return int(answer.get("databases", 16))
+        return int(answer.get("databases") or 16)
     except (redis.RedisError, OSError, ValueError):
         return 16
 

@@ -15,7 +15,7 @@ from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_network, make_node
 from apps.clusters.tests.parallel import run_together
 from apps.inventory.models import Address, Network
-from apps.nodes import NodeRefused, NodeUnreachable
+from apps.nodes import NodeMissing, NodeRefused, NodeUnreachable
 from apps.nodes.fake import FakeNodes
 from workers import operations, reconciler
 
@@ -286,6 +286,34 @@ def test_the_launch_says_what_each_container_may_use(fake_nodes, pool, alice, de
         message="each container runs at most 512 processes and writes at most 2G outside its "
         "disks (enforced by each node's Docker); a crashed process is restarted up to 3 times"
     ).exists()
+
+
+def test_a_launch_creates_its_containers_first_and_prepares_a_node_only_when_it_lacks_something(
+    fake_nodes, pool, alice, demo
+):
+    """As a plain `docker run`: no network or image check ahead of the creates; a node whose
+    create says the network (or image) is missing gets it once, and the create is tried
+    again there."""
+    cluster = placed(alice, demo, size=2)
+    fake_nodes.fail("ensure_running", NodeMissing("-", "network cluster-seg not found"))
+    assert operations.run("launch", cluster.id) == S.RUNNING
+    methods = [method for _node, method, _target in fake_nodes.calls]
+    assert methods.count("ensure_running") == 3  # one failed, then tried again
+    assert methods.count("ensure_network") == 1 and methods.count("ensure_image") == 1
+    assert sum(len(fake_nodes.running(n.name)) for n in pool) == 2
+    started = cluster.events.filter(message__contains=" started on ").count()
+    assert started == 2 and Instance.objects.filter(cluster=cluster, container_id="").count() == 0
+
+
+def test_a_node_still_missing_something_once_prepared_fails_the_placement(
+    fake_nodes, pool, alice, demo
+):
+    cluster = placed(alice, demo, size=1)
+    for _ in range(2):
+        fake_nodes.fail("ensure_running", NodeMissing("-", "No such image: platter/demo"))
+    assert operations.run("launch", cluster.id) == S.FAILED
+    assert "No such image" in failures(cluster)[0]
+    assert holds_nothing(cluster)
 
 
 def test_disks_handed_over_with_another_users_kept_data_are_wiped_first(
