@@ -121,11 +121,10 @@ def _claim_client(how: str, dbname: str, warmup_id: int, ids: list[int], barrier
     connection.close()
 
 
-def run(how: str, users, version, nodes: int, clients: int, claims: int) -> dict:
-    """Queue `claims` single-disk clusters on a fresh allocation state and claim them the
-    `how` way with `clients` processes."""
+def run(how: str, users, version, clients: int, claims: int) -> dict:
+    """Queue `claims` single-disk clusters on a fresh allocation state (the history stays) and
+    claim them the `how` way with `clients` processes."""
     bench.reset_allocations()
-    bench.add_history(users, version, nodes)
     queued = bench.queue_clusters(users, version, (1, 1, 1024, 1), claims + clients)
     warmups, ids = bench.split(queued, clients)
     share = lambda slot: (how, bench.BENCH_DB, warmups[slot], ids[slot::clients])  # noqa: E731
@@ -156,6 +155,7 @@ def ceiling(args) -> None:
 
     users, version = bench.prepare()
     bench.build_inventory(args.nodes)
+    bench.add_history(users, version, args.nodes)
     with connection.cursor() as cursor:
         cursor.execute(one_call_function())
     print(bench.describe_setup())
@@ -169,8 +169,7 @@ def ceiling(args) -> None:
     for clients in (int(c) for c in args.clients.split(",")):
         raw_before, _ = bench.raw_transactions(clients, seconds=1.0)
         found = {
-            how: run(how, users, version, args.nodes, clients, args.claims)
-            for how in ("python", "one call")
+            how: run(how, users, version, clients, args.claims) for how in ("python", "one call")
         }
         raw_after, _ = bench.raw_transactions(clients, seconds=1.0)
         raw = (raw_before + raw_after) / 2

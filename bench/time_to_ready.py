@@ -348,7 +348,7 @@ def bench(args, out: Path) -> None:
             ours.append(seconds)
             raw.append(raw_run(plans, n))
         p50, raw50 = statistics.median(ours), statistics.median(raw)
-        aim = 1.5 * raw50 + 0.3
+        aim = AIM_RATIO * raw50
         rows.append((size, p50, raw50))
         print(
             f"{size:>9} {args.repeat:>3} {p50:>13.2f} {p95(ours):>6.2f} {raw50:>9.2f}"
@@ -357,6 +357,9 @@ def bench(args, out: Path) -> None:
         )
     plot(rows, out / "time_to_ready.png")
     print(f"# plot: {out / 'time_to_ready.png'}")
+
+
+AIM_RATIO = 1.2  # issue 34: the demo within 1.2x raw `docker run` at 1, 4 and 8 instances
 
 
 def p95(values: list[float]) -> float:
@@ -374,7 +377,7 @@ def plot(rows, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.bar([i - 0.2 for i in x], [r[2] for r in rows], 0.4, label="raw docker run (parallel)")
     ax.bar([i + 0.2 for i in x], [r[1] for r in rows], 0.4, label="Platter: request to running")
-    ax.plot(x, [1.5 * r[2] + 0.3 for r in rows], "k--", label="aim: 1.5x raw + 0.3 s")
+    ax.plot(x, [AIM_RATIO * r[2] for r in rows], "k--", label=f"aim: {AIM_RATIO}x raw")
     ax.set_xticks(list(x), sizes)
     ax.set_xlabel("instances per cluster")
     ax.set_ylabel("seconds (median)")
