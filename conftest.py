@@ -33,6 +33,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
 
 
+@pytest.fixture(autouse=True)
+def default_urlconf():
+    """Each test starts with the portal's own URLs. A request for a product's UI origin sets
+    its thread's URLs to the proxy's (apps.proxy.middleware), and Django sets them back only
+    when the response is closed: a test that leaves a streamed response unread would leave
+    the next test in that process reversing "web:..." against the proxy's URLs."""
+    from django.urls import set_urlconf
+
+    set_urlconf(None)
+    yield
+    set_urlconf(None)
+
+
 @pytest.fixture
 def alice(db):
     """The owner in most tests."""
