@@ -150,8 +150,9 @@ def interrupts_ignored() -> Iterator[None]:
 
 # The fast tier: every test that needs neither the lab, nor a Celery worker, nor Chromium (the
 # markers conftest.py sets from the fixtures a test uses). It runs on several pytest-xdist
-# processes: its tests mostly wait on PostgreSQL, so 2 cores keep 4 busy. The other tiers run in
-# one process: their tests share the lab's nodes, and each runs a Celery worker of its own.
+# processes, one per core and one more each for the time tests spend waiting on PostgreSQL,
+# servers they start and sleeps. The other tiers run in one process: their tests share the
+# lab's nodes, and each runs a Celery worker of its own.
 TIERS = ("lab", "worker", "browser")
 FAST_TIER = " and ".join(f"not {marker}" for marker in TIERS)
 SLOW_TIERS = " or ".join(TIERS)
