@@ -1,8 +1,54 @@
+"""The portal as an ASGI application (deploy/gunicorn.conf.py serves `application`).
+
+Django's own ASGI handler runs a synchronous middleware's hooks and a synchronous view each in
+a trip of its own from the event loop to the request's thread and back: with this project's
+middleware that made about 30 trips a request, a quarter of an API call's CPU (bench/api).
+Every middleware and view here is synchronous (streams are async iterators a view returns,
+sent by the handler on the loop), so `OneTripASGIHandler` runs each request's middleware and
+view in one trip instead, as the WSGI handler runs them; an async view would still work
+(Django runs it with async_to_sync), holding its thread while it runs.
+"""
+
 import os
 
-from django.core.asgi import get_asgi_application
+import django
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler
+from django.db import connections
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+
+
+class OneTripASGIHandler(ASGIHandler):
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)  # the synchronous chain, as under WSGI
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        # thread_sensitive: the request's own thread (ThreadSensitiveContext, per request),
+        # the one that later closes the response, and with it its database connection.
+        return await sync_to_async(self._respond, thread_sensitive=True)(request)
+
+    def _respond(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if response.streaming:
+            release_connections()
+        return response
+
+
+def release_connections() -> None:
+    """A stream may last minutes: its request's database connections go back now (to the pool,
+    or closed) rather than when the stream ends. One inside a transaction stays."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()
+
+
+def django_application() -> OneTripASGIHandler:
+    """Django set up, and its HTTP handler (django.core.asgi.get_asgi_application's, with ours)."""
+    django.setup(set_prefix=False)
+    return OneTripASGIHandler()
 
 
 def with_websockets(http_application):
@@ -19,4 +65,4 @@ def with_websockets(http_application):
     return application
 
 
-application = with_websockets(get_asgi_application())
+application = with_websockets(django_application())

@@ -251,11 +251,10 @@ def web_application():  # an ASGI callable; Django is imported only here
     """The portal with /static/ served from the apps' folders, as runserver serves it: in
     production a reverse proxy serves collectstatic's copy (deploy/Caddyfile)."""
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-    from django.core.asgi import get_asgi_application
 
-    from portal.asgi import with_websockets
+    from portal.asgi import django_application, with_websockets
 
-    return with_websockets(ASGIStaticFilesHandler(get_asgi_application()))
+    return with_websockets(ASGIStaticFilesHandler(django_application()))
 
 
 def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:

@@ -8,3 +8,6 @@ class TokensConfig(AppConfig):
     def ready(self) -> None:
         # Registers the OpenAPI description of Bearer tokens with drf-spectacular.
         from . import schema  # noqa: F401
+        from .signals import connect
+
+        connect()

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.audit.services import Action, Actor, record
 
+from . import cache as token_cache
 from .models import ApiToken
 
 TOKEN_MARK = "plt"  # noqa: S105 (the visible mark of every token, not a secret)
@@ -113,21 +114,30 @@ def issue_token(
 
 
 def check_token(raw: str) -> ApiToken:
-    """The token ``raw`` stands for, or TokenInvalid / TokenExpired. Records its use."""
+    """The token ``raw`` stands for, or TokenInvalid / TokenExpired. Records its use.
+
+    A token found valid is kept a few seconds in the process (apps.tokens.cache says what that
+    allows); its expiry is checked on every call."""
     mark, _, rest = raw.strip().partition("_")
     prefix, _, secret = rest.partition("_")
     if mark != TOKEN_MARK or not prefix or not secret:
         raise TokenInvalid("malformed token")
-    token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
-    # Compare digests in constant time so response timing says nothing about the secret.
-    if token is None or not hmac.compare_digest(token.digest, digest_of(raw.strip())):
-        raise TokenInvalid("unknown token")
+    digest = digest_of(raw.strip())
+    token = token_cache.get(digest)
+    fetched = token is None
+    if token is None:
+        token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+        # Compare digests in constant time so response timing says nothing about the secret.
+        if token is None or not hmac.compare_digest(token.digest, digest):
+            raise TokenInvalid("unknown token")
     if token.is_revoked or not token.user.is_active:
         raise TokenInvalid("token revoked")
     if token.is_expired:
         raise TokenExpired("token has expired")
+    if fetched:
+        token_cache.put(digest, token)
     _touch(token)
-    return token
+    return token_cache.own_copy(token)
 
 
 def _touch(token: ApiToken) -> None:
@@ -145,6 +155,10 @@ def revoke(token_id: int, *, actor: Actor = None) -> bool:
     revoked = ApiToken.objects.filter(id=token_id, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )
+    # Stops working in this process now, and again once committed (a request between the two
+    # would have cached the row as it was); in the others within TOKEN_CACHE_SECONDS.
+    token_cache.forget(token_id=token_id)
+    transaction.on_commit(lambda: token_cache.forget(token_id=token_id))
     if revoked:
         token = ApiToken.objects.select_related("user").get(id=token_id)
         record(Action.TOKEN_REVOKE, actor, token, object_repr=_describe(token), name=token.name)

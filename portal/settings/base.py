@@ -47,7 +47,7 @@ INSTALLED_APPS = [
     "apps.web",  # the web self-service: server-rendered pages, htmx from django-htmx
     "apps.audit",  # who launched, stopped, destroyed, ... and from where; admin only
     "axes",  # sign-in lock-out (AXES_* below)
-    "apps.metrics",  # /metrics in Prometheus' format (METRICS_TOKEN below)
+    "apps.metrics",  # the recorder of histograms and counters; /metrics is apps/exporter
     "apps.proxy",  # the products' web UIs (UI_DOMAIN below)
     "apps.jobs",  # Spark and MapReduce jobs on running clusters (JOB_* below)
 ]
@@ -95,6 +95,22 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# A pool of up to PLATTER_DB_POOL connections per process (psycopg's pool, Django's
+# OPTIONS["pool"]); 0: none. The web server turns it on (deploy/gunicorn.conf.py): under ASGI
+# every request runs in a thread of its own, so a connection kept by a thread (CONN_MAX_AGE) is
+# lost with it, and opening one per request cost each request a PostgreSQL backend (bench/api).
+# A request takes a connection at its first query and gives it back when it ends; a stream
+# gives it back before its body (portal.asgi). Off, connections follow DATABASE_CONN_MAX_AGE
+# (the Celery workers and commands keep theirs 60 s).
+DATABASE_POOL = envint("PLATTER_DB_POOL", 0)
+if DATABASE_POOL:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses a pool with persistent ones
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DATABASE_POOL),
+        "max_size": DATABASE_POOL,
+        # A request waits this long for a free connection, then fails (500, logged).
+        "timeout": envint("PLATTER_DB_POOL_TIMEOUT", 10),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = envstr("REDIS_URL", f"redis://127.0.0.1:{LOCAL_REDIS_PORT}/0")
@@ -315,11 +331,8 @@ REST_FRAMEWORK = {
     ],
     # A read-only token's scope: apps.tokens.authentication, whatever a view's permissions.
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "apps.api.throttling.AnonymousThrottle",
-        "apps.api.throttling.UserThrottle",
-        "apps.api.throttling.TokenThrottle",
-    ],
+    # One class, every budget below in one trip to Redis (apps/api/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["apps.api.throttling.ApiThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "anon": envstr("PLATTER_API_RATE_ANON", "60/min"),
         "user": envstr("PLATTER_API_RATE_USER", "600/min"),
@@ -342,6 +355,11 @@ REST_FRAMEWORK = {
 }
 # A launch's Idempotency-Key (apps.api.idempotency) is remembered this many hours.
 IDEMPOTENCY_KEY_HOURS = envint("PLATTER_IDEMPOTENCY_KEY_HOURS", 24)
+# A token found valid is kept this many seconds in each web process (apps/tokens/cache.py), so
+# most calls skip its query. Its expiry still holds to the second; revoking it, or changing its
+# user, takes effect at once in the process that did it and within this long in the others.
+# 0: every call reads the token.
+TOKEN_CACHE_SECONDS = envint("PLATTER_TOKEN_CACHE_SECONDS", 5)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Platter API",
     "DESCRIPTION": "Big Data clusters as Docker containers with dedicated local disks.",
@@ -456,7 +474,7 @@ for _entry in CELERY_BEAT_SCHEDULE.values():
     _entry.setdefault("options", {})["expires"] = _entry["schedule"]
 
 # ---------------------------------------------------------------- metrics (issue 8, part C)
-# /metrics (apps.metrics) in Prometheus' format for staff, or for a scraper that sends
+# /metrics (apps/exporter) in Prometheus' format for staff, or for a scraper that sends
 # "Authorization: Bearer <PLATTER_METRICS_TOKEN>" (or _FILE); empty = no token access.
 METRICS_TOKEN = envstr("PLATTER_METRICS_TOKEN", "")
 

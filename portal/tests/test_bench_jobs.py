@@ -1,23 +1,9 @@
 """bench/jobs's table: medians and p95s per path and the aim's verdict (the bench itself needs
 the lab, a Spark cluster and minutes; see its docstring)."""
 
-import importlib.util
-from types import ModuleType
+from portal.tests.bench_scripts import load_bench
 
-from django.conf import settings
-
-
-def bench_jobs() -> ModuleType:
-    """bench/jobs.py, which is a script (bench/ is no package)."""
-    path = settings.BASE_DIR / "bench/jobs.py"
-    spec = importlib.util.spec_from_file_location("bench_jobs", path)
-    assert spec is not None and spec.loader is not None, "bench/ has the script"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-jobs = bench_jobs()
+jobs = load_bench("jobs")
 
 
 def rounds(raw: list[float], platter: list[float]) -> list:

@@ -1,12 +1,9 @@
 """bench/load in a few seconds: two users with tokens load a live server backed by the real
 worker and the lab, and every consistency check passes with no answer of 500 or more."""
 
-import importlib.util
 import uuid
-from types import ModuleType
 
 import pytest
-from django.conf import settings
 from django.core.cache.backends.locmem import LocMemCache
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -16,15 +13,7 @@ from apps.catalog.services import load_catalog
 from apps.clusters.models import Cluster, Instance
 from apps.inventory.models import Address, Disk, Network, Node
 from apps.tokens.services import issue_token
-
-
-def bench_load() -> ModuleType:
-    """bench/load.py, which is a script (bench/ is no package)."""
-    spec = importlib.util.spec_from_file_location("bench_load", settings.BASE_DIR / "bench/load.py")
-    assert spec is not None and spec.loader is not None, "bench/ has the script"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from portal.tests.bench_scripts import load_bench
 
 
 @pytest.fixture
@@ -37,7 +26,7 @@ def own_throttle_cache(monkeypatch):
 def test_a_short_load_by_two_users_leaves_everything_consistent(
     dispatching, lab_cleanup, live_server, own_throttle_cache, alice, bob
 ):
-    load = bench_load()
+    load = load_bench("load")
     load_catalog()
     tokens = []
     for user in (alice, bob):
@@ -59,7 +48,7 @@ def test_a_short_load_by_two_users_leaves_everything_consistent(
 
 @pytest.mark.django_db
 def test_the_checks_name_what_a_leak_leaves_behind(alice):
-    checks = bench_load().load_checks
+    checks = load_bench("load").load_checks
     load_catalog()
     demo = ProductVersion.objects.get(product__name="demo", version="1.0")
     node = Node.objects.create(name="n1", endpoint="unix:///nowhere", cores=2, memory_mb=1024)

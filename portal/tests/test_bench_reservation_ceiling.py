@@ -1,11 +1,7 @@
 """bench/reservation_ceiling builds its one-call function from the reservation's own SQL: it
 must still compile and claim a disk after the reservation's statements change."""
 
-import importlib.util
-from types import ModuleType
-
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from apps.clusters.models import Cluster
@@ -16,21 +12,12 @@ from apps.clusters.tests.factories import (
     make_node,
     wants,
 )
-
-
-def bench_ceiling() -> ModuleType:
-    """bench/reservation_ceiling.py, which is a script (bench/ is no package)."""
-    path = settings.BASE_DIR / "bench/reservation_ceiling.py"
-    spec = importlib.util.spec_from_file_location("bench_reservation_ceiling", path)
-    assert spec is not None and spec.loader is not None, "bench/ has the script"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from portal.tests.bench_scripts import load_bench
 
 
 @pytest.mark.django_db
 def test_the_one_call_function_claims_a_disk_as_the_reservation_would(alice):
-    ceiling = bench_ceiling()
+    ceiling = load_bench("reservation_ceiling")
     make_network()
     node = make_node(disks={"hdd": 2})
     cluster = make_cluster(alice, wants(1, cores=1, memory_mb=1024, disks=1))

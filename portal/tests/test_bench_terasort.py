@@ -1,24 +1,11 @@
 """bench/terasort's pure parts: the coupling layouts it registers, the device counters it reads
 and the table it prints (the bench itself needs root, the lab and minutes; see its docstring)."""
 
-import importlib.util
-from types import ModuleType
-
 import pytest
-from django.conf import settings
 
+from portal.tests.bench_scripts import load_bench
 
-def bench_terasort() -> ModuleType:
-    """bench/terasort.py, which is a script (bench/ is no package)."""
-    path = settings.BASE_DIR / "bench/terasort.py"
-    spec = importlib.util.spec_from_file_location("bench_terasort", path)
-    assert spec is not None and spec.loader is not None, "bench/ has the script"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-terasort = bench_terasort()
+terasort = load_bench("terasort")
 NODES = ["lab-1", "lab-2"]
 
 

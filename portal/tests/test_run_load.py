@@ -19,7 +19,7 @@ from apps.lab import devservers
 from apps.lab.tests.test_devservers import free_port
 from apps.tokens.services import issue_token
 from conftest import _database_url
-from portal.tests.test_bench_load import bench_load
+from portal.tests.bench_scripts import load_bench
 
 USERS = 4
 LAUNCHES = 40
@@ -114,7 +114,7 @@ def test_forty_launches_at_once_from_four_users_get_answers_and_never_share_a_di
     dispatching, lab_cleanup, run_web_server
 ):
     url, web_log = run_web_server
-    checks = bench_load().load_checks
+    checks = load_bench("load").load_checks
     load_catalog()
     users = [get_user_model().objects.create_user(f"load-{n}") for n in range(USERS)]
     for user in users:  # room for every launch: the ones that do not fit now wait in the queue

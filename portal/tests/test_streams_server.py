@@ -1,6 +1,7 @@
 """Streams on the real web server, started as `./platter run` starts it (gunicorn with uvicorn
 workers): one user over the stream limit gets 429 naming it while another is served, and a web
-UI that drips a byte now and then is cut at the deadline, freeing the slot."""
+UI that drips a byte now and then is cut at the deadline, freeing the slot. Each worker has one
+database connection: the open streams hold none of it."""
 
 import asyncio
 import os
@@ -38,6 +39,10 @@ def web_server(django_db_setup, tmp_path):
         "DJANGO_SETTINGS_MODULE": "portal.settings.test",
         "DATABASE_URL": _database_url(settings.DATABASES["default"]),
         "GUNICORN_WORKERS": "2",  # the limit is shared across processes
+        # One database connection per worker: a stream gives its connection back before its
+        # body (portal.asgi), or the streams held here would leave none for the other calls.
+        "PLATTER_DB_POOL": "1",
+        "PLATTER_DB_POOL_TIMEOUT": "5",
         "PLATTER_STREAMS_PER_USER": str(LIMIT),
         "PLATTER_PROXY_DEADLINE_SECONDS": str(DEADLINE),
         "PLATTER_UI_DOMAIN": "",  # UIs on the portal's origin: no ticket round trip here

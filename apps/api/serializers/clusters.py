@@ -1,3 +1,4 @@
+from collections.abc import Iterable
 from typing import Any
 
 from django.urls import reverse
@@ -6,7 +7,7 @@ from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
 from apps.clusters import connection, idle, notebook, queue_position
-from apps.clusters.data_path import data_path, label_destinations
+from apps.clusters.data_path import InstanceDataPath, data_path, label_destinations
 from apps.clusters.launch_requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 from apps.clusters.models import Cluster, ClusterEvent, Instance
 from apps.clusters.provisioning import launch_provisioning
@@ -29,6 +30,45 @@ STATE_STAMPS = [
 
 def cluster_url(request, cluster: Cluster) -> str:
     return request.build_absolute_uri(reverse("api:cluster-detail", args=[cluster.id]))
+
+
+# The cluster list, written by hand (issue 34: DRF's serializer and the model instances behind
+# it were a fifth of a list call's CPU): the columns it reads and each row as ClusterSerializer
+# writes it, key for key and value for value (apps/api/tests/test_cluster_answers_by_hand.py holds
+# the two to the same bytes). ClusterSerializer stays the schema's description of a row.
+LIST_COLUMNS = (
+    "id",
+    "name",
+    "owner__username",
+    "version__product__name",
+    "version__version",
+    "state",
+    "reason",
+    "created",
+    "expires_at",
+)
+_DATETIME = serializers.DateTimeField()
+
+
+def list_rows(request, rows: Iterable[tuple]) -> list[dict]:
+    """LIST_COLUMNS rows (values_list) as ClusterSerializer's dicts."""
+    # Every cluster's URL is the same but for its id: reverse() and the host once.
+    head = request.build_absolute_uri(reverse("api:cluster-detail", args=[0])).removesuffix("0")
+    return [
+        {
+            "id": cluster_id,
+            "url": f"{head}{cluster_id}",
+            "name": name,
+            "owner": owner,
+            "product": product,
+            "version": version,
+            "state": state,
+            "reason": reason,
+            "created": _DATETIME.to_representation(created),
+            "expires_at": _DATETIME.to_representation(expires_at) if expires_at else None,
+        }
+        for cluster_id, name, owner, product, version, state, reason, created, expires_at in rows
+    ]
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -287,6 +327,151 @@ class ClusterDetailSerializer(ClusterSerializer):
         request = self.context["request"]
         withheld = secrets_withheld(request)
         return connection.connection_details(cluster, request.user, withheld).as_dict()
+
+
+def _when(value) -> str | None:
+    return _DATETIME.to_representation(value) if value is not None else None
+
+
+def _text(value) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _number(value) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _whole(value) -> int | None:
+    return int(value) if value is not None else None
+
+
+def _yes(value) -> bool | None:
+    return bool(value) if value is not None else None
+
+
+def _instance_dict(instance: Instance, staff: bool) -> dict:
+    """InstanceSerializer's, with its DiskHeldSerializer's disks."""
+    label_destinations(instance.cluster, [instance], "active_allocations")
+    disks = []
+    for held in instance.active_allocations:  # type: ignore[attr-defined]  # detail_queryset's
+        disk = {
+            "node": _text(held.disk.node.name),
+            "destination": _text(held.destination),
+            "kind": _text(held.disk.kind),
+        }
+        if staff:
+            disk.update(host_path=held.disk.mount_path, device=held.disk.device)
+        disks.append(disk)
+    return {
+        "hostname": _text(instance.hostname),
+        "role": _text(instance.role),
+        "index": _whole(instance.index),
+        "node": _text(instance.node.name) if instance.node is not None else None,
+        "address": _text(instance.address.ip) if instance.address is not None else None,
+        "container_id": _text(instance.container_id),
+        "container_state": _text(instance.state),
+        "cores": _whole(instance.cores),
+        "memory_mb": _whole(instance.memory_mb),
+        "disk_kind": _text(instance.disk_kind),
+        "disks": disks,
+    }
+
+
+def _data_path_dict(path: InstanceDataPath, staff: bool) -> dict:
+    """InstanceDataPathSerializer's, with its DataDiskSerializer's disks."""
+    disks = []
+    for data_disk in path.disks:
+        disk: dict[str, object] = {
+            "path": _text(data_disk.path),
+            "node": _text(data_disk.node),
+            "kind": _text(data_disk.kind),
+            "seq_read_mbps": _number(data_disk.seq_read_mbps),
+            "seq_write_mbps": _number(data_disk.seq_write_mbps),
+        }
+        if staff:
+            disk.update(mount=data_disk.mount, device=data_disk.device)
+        disks.append(disk)
+    return {
+        "hostname": _text(path.hostname),
+        "role": _text(path.role),
+        "disks": disks,
+        "settings": {str(k): _text(v) for k, v in path.settings.items()},
+    }
+
+
+def detail_dict(request, cluster: Cluster) -> dict:
+    """ClusterDetailSerializer(cluster).data written by hand (issue 34: DRF built some thirty
+    serializers and their fields for every detail, a quarter of its CPU), key for key and value
+    for value; apps/api/tests/test_cluster_answers_by_hand.py holds the two to the same bytes in
+    every shape a cluster takes. The cluster comes from views.detail_queryset; the method
+    fields call what the serializer's methods call. ClusterDetailSerializer stays the schema's
+    description, and the writer of the answers of launches and actions."""
+    staff = request.user.is_staff
+    instances = [_instance_dict(instance, staff) for instance in cluster.instances.all()]
+    placed = sorted((i for i in cluster.instances.all() if i.active), key=lambda i: i.id)
+    paths = [_data_path_dict(path, staff) for path in data_path(cluster, placed)]
+    place = queue_position.position(cluster)
+    provisioning = launch_provisioning(cluster)
+    idle_status = idle.status(cluster)
+    found = notebook.state_of(cluster)
+    stamps = {"created": cluster.created}
+    stamps.update({state: getattr(cluster, f"{state}_at") for state in STATE_STAMPS})
+    return {
+        **list_rows(
+            request,
+            [
+                (
+                    cluster.id,
+                    cluster.name,
+                    cluster.owner.username,
+                    cluster.version.product.name,
+                    cluster.version.version,
+                    cluster.state,
+                    cluster.reason,
+                    cluster.created,
+                    cluster.expires_at,
+                )
+            ],
+        )[0],
+        "options": cluster.options,
+        "reuse_data_of": cluster.reuse_data_of_id,
+        "timestamps": {k: _when(v) if v else None for k, v in stamps.items()},
+        "instances": instances,
+        "endpoints": connection.endpoints(cluster),
+        "connection": connection.connection_details(
+            cluster, request.user, secrets_withheld(request)
+        ).as_dict(),
+        "events": [
+            {"at": _when(event.at), "level": _text(event.level), "message": _text(event.message)}
+            for event in cluster.events.all()
+        ],
+        "queue": {
+            "position": _whole(place.position),
+            "length": _whole(place.length),
+            "order": _text(place.order),
+            "reason": _text(place.reason),
+        }
+        if place
+        else None,
+        "provisioning": provisioning.as_dict() if provisioning else None,
+        "data_path": paths,
+        "idle": {
+            "limit_minutes": _whole(idle_status["limit_minutes"]),
+            "effective_limit_minutes": _whole(idle_status["effective_limit_minutes"]),
+            "from_group": _yes(idle_status["from_group"]),
+            "last_used_at": _when(idle_status["last_used_at"]),
+            "last_signal": _text(idle_status["last_signal"]),
+            "stops_at": _when(idle_status["stops_at"]),
+            "warned": _yes(idle_status["warned"]),
+        },
+        "notebook": {
+            "state": _text(found.state),
+            "words": _text(found.words),
+            "hostname": _text(found.hostname),
+        }
+        if found
+        else None,
+    }
 
 
 class LaunchSerializer(serializers.Serializer):

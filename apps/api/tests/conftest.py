@@ -4,7 +4,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.core.cache.backends.locmem import LocMemCache
+from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
@@ -16,6 +16,7 @@ from apps.clusters.services import launch
 from apps.clusters.tests.factories import make_roomy_node
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token
+from portal.cache import SharedRedisCache
 
 PERSONAS = ["anonymous", "owner", "other", "read_only", "expired", "revoked", "admin"]
 # What each persona gets reading and adding rows of its own (its quota, tokens, SSH keys).
@@ -33,9 +34,13 @@ OWN_WRITE = {**OWN_READ, "read_only": 403, "owner": 201, "other": 201, "admin": 
 
 @pytest.fixture(autouse=True)
 def throttle_cache(monkeypatch):
-    """A throttle cache of each test's own: user and token ids repeat across test runs that
-    share Redis, and one test's requests must not count against another's budget."""
-    cache = LocMemCache(f"throttle-{uuid.uuid4()}", {})
+    """A throttle cache of each test's own, in the test Redis as production's is (the throttle's
+    script runs there) under a key prefix of the test's own: user and token ids repeat across
+    test runs that share Redis, and one test's requests must not count against another's
+    budget. Its keys expire with their period."""
+    cache = SharedRedisCache(
+        settings.CACHES["default"]["LOCATION"], {"KEY_PREFIX": f"throttle-{uuid.uuid4()}"}
+    )
     monkeypatch.setattr(SimpleRateThrottle, "cache", cache)
     return cache
 
@@ -55,6 +60,13 @@ def demo(catalog):
 
 def token_for(user, **kwargs) -> str:
     return issue_token(user, kwargs.pop("name", "test"), **kwargs).secret
+
+
+def bearer(secret: str) -> APIClient:
+    """A client that sends this token with every request."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from .conftest import make_cluster, token_for
 
 # The token with its user, then the list's count and page; or the cluster (with its owner,
 # version, revision and credentials), its instances, their disks and its events.
-LIST_QUERIES = 3
-DETAIL_QUERIES = 5
+LIST_QUERIES = 1
+DETAIL_QUERIES = 4
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
-from .conftest import token_for
+from .conftest import bearer, token_for
 
 
 @pytest.fixture
@@ -13,12 +13,6 @@ def low_rates(monkeypatch):
     rates = {"anon": "3/min", "user": "4/min", "token": "2/min"}
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
     return rates
-
-
-def bearer(secret: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    return client
 
 
 def test_a_token_is_throttled_on_its_own_budget(alice, low_rates):

@@ -6,18 +6,13 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from apps.tokens.models import ApiToken
 from apps.tokens.services import issue_token
 
+from .conftest import bearer
+
 pytestmark = pytest.mark.django_db
-
-
-def bearer(secret: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    return client
 
 
 @pytest.fixture

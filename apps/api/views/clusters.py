@@ -25,6 +25,7 @@ from ..launching import find_version, launch_from_body
 from ..permissions import visible_clusters
 from ..schema import ErrorSerializer
 from ..serializers.clusters import (
+    LIST_COLUMNS,
     ClusterCreateSerializer,
     ClusterDetailSerializer,
     ClusterSerializer,
@@ -34,6 +35,8 @@ from ..serializers.clusters import (
     IdleStatusSerializer,
     ResizeSerializer,
     cluster_url,
+    detail_dict,
+    list_rows,
 )
 from ..serializers.progress import EventPageSerializer, EventQuerySerializer, LogQuerySerializer
 
@@ -47,8 +50,14 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
         # the order disks are mounted in (container_specs.py)
         .order_by("disk__mount_path", "disk_id")
     )
-    instances = Instance.objects.select_related("node", "address").prefetch_related(
-        Prefetch("allocations", queryset=allocations, to_attr="active_allocations")
+    instances = (
+        Instance.objects.select_related("node", "address")
+        .prefetch_related(
+            Prefetch("allocations", queryset=allocations, to_attr="active_allocations")
+        )
+        # Instance's own order, but by the cluster's id: ordering by "cluster" sorts by the
+        # cluster's ordering, which joined the clusters table to every instance (bench/api).
+        .order_by("cluster_id", "role", "index")
     )
     return idle.with_group_limits(
         (base if base is not None else Cluster.objects.all())
@@ -115,14 +124,26 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
                 version__product__name=self.kwargs["product"],
                 version__version=self.kwargs["version"],
             )
-        if self.action == "list":
-            return clusters.select_related("owner", "version__product")
-        if self.action in ("logs", "events"):
+        if self.action in ("list", "logs", "events"):  # the list reads its columns: list()
             return clusters
         return detail_queryset(clusters)
 
     def get_serializer_class(self):
         return ClusterSerializer if self.action == "list" else ClusterDetailSerializer
+
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        """ListModelMixin's, reading only the columns a row shows (serializers.list_rows
+        writes them as ClusterSerializer would)."""
+        rows = self.filter_queryset(self.get_queryset()).values_list(*LIST_COLUMNS)
+        page = self.paginate_queryset(rows)
+        if page is None:
+            return Response(list_rows(request, rows))
+        return self.get_paginated_response(list_rows(request, page))
+
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        """RetrieveModelMixin's, with ClusterDetailSerializer's answer written by hand
+        (serializers.detail_dict)."""
+        return Response(detail_dict(request, self.get_object()))
 
     @extend_schema(
         request=ClusterCreateSerializer,
