@@ -195,7 +195,10 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
         step(f"pytest, fast tier (no lab, worker or browser) on {max(int(processes), 1)} processes")
         # A module's tests stay in one process (--dist loadfile): some share a server-wide
         # resource of their module's own (a bench's database, a spawned web server).
-        code = pytest(["-m", FAST_TIER, "-n", processes, "--dist", "loadfile", *pytest_args])
+        code = pytest(
+            ["-m", FAST_TIER, "-n", processes, "--dist", "loadfile", *pytest_args],
+            budget="fast" if fast else "full",
+        )
         if fast or code != 0:
             return code
     stack.lab()
@@ -206,16 +209,32 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
     return pytest(["-m", SLOW_TIERS, "--durations=25"])
 
 
-def pytest(args: list[str]) -> int:
+def pytest(args: list[str], budget: str = "full") -> int:
     code = subprocess.run(
-        [PYTHON, "-m", "pytest", *args],
-        cwd=BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.test"},
+        [PYTHON, "-m", "pytest", *args], cwd=BASE_DIR, env=pytest_environment(budget)
     ).returncode
     if code == 5:
         print("pytest collected no tests: that is a failure here", file=sys.stderr)
         return 1
     return code
+
+
+def pytest_environment(budget: str) -> dict[str, str]:
+    """pytest's environment. `budget` is "fast" for `--fast` alone: its property-based tests
+    run fewer examples (portal.testing.examples); the whole check keeps the full budget.
+
+    Compiled modules are kept under .local/pycache even where PYTHONDONTWRITEBYTECODE is set:
+    without them each xdist process, and each Django command a test starts, compiles every
+    module again, test modules with pytest's assertion rewriting included (issue 28: about 6 s
+    of CPU per process)."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.test",
+        "PLATTER_TEST_BUDGET": budget,
+        "PYTHONPYCACHEPREFIX": str(BASE_DIR / ".local" / "pycache"),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _interrupt(signum: int, frame: object) -> None:

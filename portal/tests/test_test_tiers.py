@@ -6,6 +6,7 @@ import itertools
 
 import conftest
 from apps.lab import cli
+from portal import testing
 
 
 class Item:
@@ -51,6 +52,7 @@ class Recorder:
 
     def __init__(self, monkeypatch) -> None:
         self.ran: list[list[str]] = []
+        self.envs: list[dict] = []  # pytest's
         self.started: list[str] = []
 
         class Done:
@@ -58,6 +60,8 @@ class Recorder:
 
         def run(command, **kwargs):
             self.ran.append(command)
+            if "pytest" in command:
+                self.envs.append(kwargs["env"])
             return Done()
 
         monkeypatch.setattr(cli.subprocess, "run", run)
@@ -138,3 +142,34 @@ def test_arguments_run_once_on_the_lab(monkeypatch):
 
     assert check.started == ["services", "lab"]
     assert check.pytest_runs() == [["-k", "lab", "-x"]]
+
+
+def test_only_the_fast_tier_alone_runs_the_smaller_fuzzing_budget(monkeypatch):
+    monkeypatch.setattr(cli.devservers, "redis_databases", lambda: 64)
+    fast = Recorder(monkeypatch)
+    assert cli.test(fast.stack, ["--fast"]) == 0
+    whole = Recorder(monkeypatch)
+    assert cli.test(whole.stack, []) == 0
+
+    assert [env["PLATTER_TEST_BUDGET"] for env in fast.envs] == ["fast"]
+    # The whole check's fast tier keeps the full budget, as its lab tiers do.
+    assert [env["PLATTER_TEST_BUDGET"] for env in whole.envs] == ["full", "full"]
+
+
+def test_the_budget_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("PLATTER_TEST_BUDGET", "fast")
+    assert testing.examples(full=30, fast=8) == 8
+    monkeypatch.setenv("PLATTER_TEST_BUDGET", "full")
+    assert testing.examples(full=30, fast=8) == 30
+    monkeypatch.delenv("PLATTER_TEST_BUDGET")  # plain pytest: the full budget
+    assert testing.examples(full=30, fast=8) == 30
+
+
+def test_pytest_keeps_compiled_modules_out_of_the_tree_even_without_bytecode(monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+
+    env = cli.pytest_environment("fast")
+
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == str(cli.BASE_DIR / ".local" / "pycache")
+    assert env["DJANGO_SETTINGS_MODULE"] == "portal.settings.test"

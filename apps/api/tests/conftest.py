@@ -9,7 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
-from apps.catalog.services import load_catalog
+from apps.catalog.tests.rows import catalog_rows
 from apps.clusters.models import Cluster
 from apps.clusters.names import free_name
 from apps.clusters.services import launch
@@ -47,7 +47,7 @@ def throttle_cache(monkeypatch):
 
 @pytest.fixture
 def catalog(db):
-    load_catalog()
+    catalog_rows()  # load_catalog()'s rows, loaded once per process (issue 28)
     make_roomy_node()  # launches are refused on a pool that could never run them
 
 

@@ -32,7 +32,8 @@ def docker_stub(tmp_path: Path) -> Iterator[str]:
     """The endpoint (unix://…) of a stub that knows no container."""
     path = tmp_path / "docker.sock"
     server = socketserver.ThreadingUnixStreamServer(str(path), NoSuchContainer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the loop's next poll: at the default 0.5 s, ~0.25 s a test.
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     yield f"unix://{path}"
     server.shutdown()
     server.server_close()

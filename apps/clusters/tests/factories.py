@@ -34,6 +34,33 @@ def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active
     return node
 
 
+def make_nodes(
+    count: int, cores: int = 12, memory_mb: int = 65536, disks=None, state="active"
+) -> list[Node]:
+    """`count` nodes as make_node makes them, in two statements instead of two a node."""
+    nodes = Node.objects.bulk_create(
+        Node(
+            name=f"n{next(_names)}",
+            endpoint="unix:///var/run/docker.sock",
+            cores=cores,
+            memory_mb=memory_mb,
+            state=state,
+        )
+        for _ in range(count)
+    )
+    rows: list[Disk] = []
+    for node in nodes:
+        n = 0
+        for kind, how_many in (disks if disks is not None else {"hdd": 12}).items():
+            for _ in range(how_many):
+                rows.append(
+                    Disk(node=node, mount_path=f"/data/{kind}{n}", kind=kind, capacity_bytes=10**12)
+                )
+                n += 1
+    Disk.objects.bulk_create(rows)
+    return nodes
+
+
 def make_roomy_node() -> Node:
     """A node in maintenance that any catalog default fits on: a launch the pool could never
     take is refused, so tests that only queue clusters need a pool that could run them, and

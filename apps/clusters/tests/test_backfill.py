@@ -17,6 +17,7 @@ from apps.clusters.admission import admit_queued, reserve_or_fail
 from apps.clusters.models import LIVE_STATES, Cluster
 from apps.clusters.reservation import Rejection, Reservation, reserve
 from apps.clusters.services import request_destroy
+from portal.testing import examples
 
 from .factories import destroy_now, make_cluster, make_network, make_node, wants
 
@@ -245,7 +246,12 @@ def simulate(owner, jobs: list[tuple], backfilling: bool, settings) -> dict:
     return {"started": started, "ends": ends}
 
 
-@hypothesis_settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+# 30 examples (~1 s each) in the whole check; 8 in `./platter test --fast` (issue 28).
+@hypothesis_settings(
+    max_examples=examples(full=30, fast=8),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(
     nodes=st.lists(node_strategy, min_size=1, max_size=3),
     jobs=st.lists(job_strategy, min_size=3, max_size=8),

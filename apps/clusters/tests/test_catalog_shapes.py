@@ -7,14 +7,14 @@ import pytest
 from apps.accounts.models import Quota
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import option_definitions, targeted_roles
-from apps.catalog.services import load_catalog
+from apps.catalog.tests.rows import catalog_rows
 from apps.clusters import services
 from apps.clusters.admission import admit_queued
 from apps.clusters.models import Cluster, DiskAllocation
 from apps.clusters.reservation import release
 from apps.inventory.models import Address
 
-from .factories import make_network, make_node
+from .factories import make_network, make_nodes
 
 pytestmark = pytest.mark.django_db
 
@@ -62,10 +62,10 @@ def catalog_shapes() -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize(("product", "version", "end"), catalog_shapes())
 def test_it_places_every_shape_of_the_catalog(alice, product, version, end):
-    load_catalog()
+    catalog_rows()  # load_catalog()'s rows, loaded once per process
     make_network(size=250)
-    for _ in range(40):  # big enough for any version's largest shape on distinct nodes
-        make_node(cores=64, memory_mb=1 << 20, disks={"hdd": 16, "ssd": 16, "nvme": 16})
+    # Big enough for any version's largest shape on distinct nodes.
+    make_nodes(40, cores=64, memory_mb=1 << 20, disks={"hdd": 16, "ssd": 16, "nvme": 16})
     Quota.objects.create(user=alice)  # no limits: the catalog's own bounds are under test
     chosen = ProductVersion.objects.get(product__name=product, version=version)
     options = {} if end == "default" else shape(chosen, end)
