@@ -1,10 +1,10 @@
 """The product images on every lab node, built from the package sources (no registry).
 
 Each recipe's context is staged once on this machine (cached by content hash under
-.local/cache/images, which `lab down` keeps), then built on every node at once; a node that
-already has the same content builds nothing. A product that cannot be built (no network, a
-download gone) is reported and skipped: the lab still comes up, and the catalog says that
-version's image is on no node.
+.local/cache/images, which `lab down` keeps), built on the first node, then copied from it to
+the others at once; a node that already has the same content gets nothing. A product that
+cannot be built (no network, a download gone) is reported and skipped: the lab still comes
+up, and the catalog says that version's image is on no node.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from django.conf import settings
 from apps import nodes
 from apps.catalog import product_images
 from apps.catalog.product_images.build import (
+    BuildError,
     Staged,
     base_rootfs,
     ensure_base,
     ensure_built,
+    ensure_copied,
     stage,
 )
 from apps.nodes import parallel
@@ -60,13 +62,32 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
                 built.append(item.reference)
         return built
 
+    def copy_to(node: LabNode) -> list[str]:
+        client = local_node(node, timeout=BUILD_TIMEOUT)
+        base = ensure_base(client, cache_dir())
+        copied = []
+        for item, on_base in staged:
+            try:
+                done = ensure_copied(source, client, item)
+            except BuildError:  # the first node could not build it: this one tries
+                done = ensure_built(client, item, base if on_base else None)
+            if done:
+                copied.append(item.reference)
+        return copied
+
+    # Built on the first node, then copied to the others in parallel: a build unpacks the
+    # releases and runs each daemon's JVM once for its class archive, minutes of CPU per node
+    # on a small machine, while a copy only moves the layers.
     started = time.monotonic()
-    for node, outcome in zip(nodes, parallel(build_on, nodes), strict=True):
-        if isinstance(outcome, Exception):
-            log(f"{node.name}: product images NOT built: {outcome}")
-        else:
-            what = ", ".join(outcome) if outcome else "all up to date"
-            log(f"{node.name}: product images {what} ({time.monotonic() - started:.0f} s)")
+    source = local_node(nodes[0], timeout=BUILD_TIMEOUT)
+    for verb, group, work in (("built", nodes[:1], build_on), ("copied", nodes[1:], copy_to)):
+        for node, outcome in zip(group, parallel(work, group), strict=True):
+            if isinstance(outcome, Exception):
+                log(f"{node.name}: product images NOT {verb}: {outcome}")
+            else:
+                what = ", ".join(outcome) if outcome else "all up to date"
+                took = time.monotonic() - started
+                log(f"{node.name}: product images {verb}: {what} ({took:.0f} s)")
 
 
 def node_images(node: LabNode) -> list[str]:

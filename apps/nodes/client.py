@@ -533,6 +533,19 @@ class NodeClient:
             raise engine.classify(self.name, error, what) from error
         return "".join(output)
 
+    def copy_image_to(self, target: "NodeClient", reference: str) -> None:
+        """`docker save` here piped into `docker load` there: an image another engine built,
+        without building it again (the lab builds each product once, not once per node)."""
+        what = f"copy {reference} from {self.name} to {target.name}"
+        chunks = self._call(lambda api: api.get_image(reference, chunk_size=1 << 20), what)
+        lines = target._call(lambda api: api.load_image(chunks, quiet=True), what)
+        try:
+            for line in lines or ():
+                if "error" in line:
+                    raise NodeRefused(target.name, f"{what}: {line['error']}")
+        except DockerException as error:
+            raise engine.classify(target.name, error, what) from error
+
     def push_image(self, reference: str) -> None:
         repository, tag = reference.rsplit(":", 1)
         what = f"push {reference}"

@@ -169,6 +169,24 @@ def ensure_built(client: NodeClient, staged: Staged, base: str | None, tag_as: s
     return True
 
 
+def ensure_copied(source: NodeClient, target: NodeClient, staged: Staged) -> bool:
+    """The staged image on `target`, copied from `source`, which built it; False when the
+    target had it already. Copying moves the image's layers, which is much cheaper than
+    building again (a product's build unpacks its release and dumps a class archive per
+    daemon by running each JVM)."""
+    if _has(target, staged.reference, staged.content):
+        return False
+    if not _has(source, staged.reference, staged.content):
+        raise BuildError(f"copying {staged.reference}: {source.name} does not have it")
+    try:
+        source.copy_image_to(target, staged.reference)
+    except NodeError as error:
+        raise BuildError(f"copying {staged.reference}: {error.message}") from error
+    if not _has(target, staged.reference, staged.content):
+        raise BuildError(f"copying {staged.reference} to {target.name} left no image")
+    return True
+
+
 def _has(client: NodeClient, reference: str, content: str) -> bool:
     labels = client.image_labels(reference)
     return labels is not None and labels.get(CONTENT_LABEL) == content
