@@ -102,9 +102,24 @@ def attempt(member: Instance, *argv: str, timeout: float = 120) -> tuple[int, st
     return nodes.client(member.node).exec(member.container_id, list(argv), timeout)
 
 
+def mapped_archives(member: Instance) -> set[str]:
+    """The class-data-sharing archives of the image (not the JDK's own) that the instance's
+    JVMs have mapped: the fast start's archives, dumped when the image was built."""
+    output = run(
+        member,
+        "sh",
+        "-c",
+        "cat /proc/[0-9]*/maps 2>/dev/null | grep -o '/opt/[^ ]*/cds/[^ ]*[.]jsa' | sort -u"
+        " || true",
+    )
+    return {Path(line).name for line in output.split()}
+
+
 def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, alice):
     cluster = launch_default(alice, "spark", "spark-smoke")
     master = instance(cluster, "master")
+    assert mapped_archives(master) == {"master.jsa"}
+    assert mapped_archives(instance(cluster, "worker")) == {"worker.jsa"}
     assert master.disks == 0  # a 0-disk role reserves, places and runs
     steps = list(cluster.events.values_list("message", flat=True))
     assert any("Every worker registered" in s for s in steps), steps
@@ -159,6 +174,10 @@ def test_hadoop_runs_hdfs_and_mapreduce_and_survives_a_crashed_daemon(
 ):
     cluster = launch_default(alice, "hadoop", "hadoop-smoke")
     master = instance(cluster, "master")
+    assert mapped_archives(master) == {"namenode.jsa", "resourcemanager.jsa"}
+    assert mapped_archives(instance(cluster, "worker")) == {"datanode.jsa", "nodemanager.jsa"}
+    # A client command maps its archive too: -Xshare:on fails the JVM when it cannot.
+    run(master, "env", "HADOOP_OPTS=-Xshare:on", "hdfs", "dfs", "-ls", "/")
     output = run(master, "/opt/platter/bin/hadoop-smoke", timeout=600)
     assert "identical" in output and "counts match" in output
     worker = instance(cluster, "worker")
@@ -184,6 +203,7 @@ def test_hadoop_runs_hdfs_and_mapreduce_and_survives_a_crashed_daemon(
 def test_cassandra_writes_at_quorum_and_reads_from_another_node(dispatching, lab_cleanup, alice):
     cluster = launch_default(alice, "cassandra", "cassandra-smoke")
     seed, node = instance(cluster, "seed"), instance(cluster, "node")
+    assert mapped_archives(seed) == mapped_archives(node) == {"cassandra.jsa"}
     output = run(seed, "/opt/platter/bin/cassandra-smoke", seed.hostname, node.hostname)
     assert "OK: a row written at QUORUM" in output
 
