@@ -50,6 +50,10 @@ LIST_COLUMNS = (
 _DATETIME = serializers.DateTimeField()
 
 
+def _when(value) -> str | None:
+    return _DATETIME.to_representation(value) if value is not None else None
+
+
 def list_rows(request, rows: Iterable[tuple]) -> list[dict]:
     """LIST_COLUMNS rows (values_list) as ClusterSerializer's dicts."""
     # Every cluster's URL is the same but for its id: reverse() and the host once.
@@ -64,8 +68,8 @@ def list_rows(request, rows: Iterable[tuple]) -> list[dict]:
             "version": version,
             "state": state,
             "reason": reason,
-            "created": _DATETIME.to_representation(created),
-            "expires_at": _DATETIME.to_representation(expires_at) if expires_at else None,
+            "created": _when(created),
+            "expires_at": _when(expires_at),
         }
         for cluster_id, name, owner, product, version, state, reason, created, expires_at in rows
     ]
@@ -329,10 +333,6 @@ class ClusterDetailSerializer(ClusterSerializer):
         return connection.connection_details(cluster, request.user, withheld).as_dict()
 
 
-def _when(value) -> str | None:
-    return _DATETIME.to_representation(value) if value is not None else None
-
-
 def _text(value) -> str | None:
     return str(value) if value is not None else None
 
@@ -350,8 +350,8 @@ def _yes(value) -> bool | None:
 
 
 def _instance_dict(instance: Instance, staff: bool) -> dict:
-    """InstanceSerializer's, with its DiskHeldSerializer's disks."""
-    label_destinations(instance.cluster, [instance], "active_allocations")
+    """InstanceSerializer's, with its DiskHeldSerializer's disks (their destinations labelled:
+    detail_dict)."""
     disks = []
     for held in instance.active_allocations:  # type: ignore[attr-defined]  # detail_queryset's
         disk = {
@@ -407,6 +407,8 @@ def detail_dict(request, cluster: Cluster) -> dict:
     fields call what the serializer's methods call. ClusterDetailSerializer stays the schema's
     description, and the writer of the answers of launches and actions."""
     staff = request.user.is_staff
+    # The cluster's definition read once for all its instances' disks, not once an instance.
+    label_destinations(cluster, list(cluster.instances.all()), "active_allocations")
     instances = [_instance_dict(instance, staff) for instance in cluster.instances.all()]
     placed = sorted((i for i in cluster.instances.all() if i.active), key=lambda i: i.id)
     paths = [_data_path_dict(path, staff) for path in data_path(cluster, placed)]
@@ -435,7 +437,7 @@ def detail_dict(request, cluster: Cluster) -> dict:
         )[0],
         "options": cluster.options,
         "reuse_data_of": cluster.reuse_data_of_id,
-        "timestamps": {k: _when(v) if v else None for k, v in stamps.items()},
+        "timestamps": {k: _when(v) for k, v in stamps.items()},
         "instances": instances,
         "endpoints": connection.endpoints(cluster),
         "connection": connection.connection_details(

@@ -12,26 +12,7 @@ _names = itertools.count(1)
 
 def make_node(cores: int = 12, memory_mb: int = 65536, disks=None, state="active") -> Node:
     """disks: {"hdd": 4, "ssd": 2}; defaults to 12 HDDs."""
-    node = Node.objects.create(
-        name=f"n{next(_names)}",
-        endpoint="unix:///var/run/docker.sock",
-        cores=cores,
-        memory_mb=memory_mb,
-        state=state,
-    )
-    rows: list[Disk] = []
-    for kind, count in (disks if disks is not None else {"hdd": 12}).items():
-        for _ in range(count):
-            rows.append(
-                Disk(
-                    node=node,
-                    mount_path=f"/data/{kind}{len(rows)}",
-                    kind=kind,
-                    capacity_bytes=10**12,
-                )
-            )
-    Disk.objects.bulk_create(rows)
-    return node
+    return make_nodes(1, cores, memory_mb, disks, state)[0]
 
 
 def make_nodes(
