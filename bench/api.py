@@ -43,38 +43,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 import django  # noqa: E402
 import httpx  # noqa: E402
-import psycopg  # noqa: E402
+from bench_db import database_url, recreate_database  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 BENCH_DB = "platter_bench_api"
 BENCH_REDIS_DB = os.environ.get("PLATTER_BENCH_REDIS_DB", "12")
 AIM_RATE, AIM_P99_MS = 300, 50
 NODES, DISKS_PER_NODE, CORES_PER_NODE = 40, 48, 96
-
-
-def server_dsn(dbname: str) -> str:
-    db = settings.DATABASES["default"]
-    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={dbname}" + (
-        f" password={db['PASSWORD']}" if db.get("PASSWORD") else ""
-    )
-
-
-def database_url(dbname: str) -> str:
-    db = settings.DATABASES["default"]
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{dbname}"
-
-
-def recreate_database(admin_db: str, drop_only: bool = False) -> None:
-    with psycopg.connect(server_dsn(admin_db), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if not drop_only:
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
 def build_pool() -> None:
@@ -400,7 +380,7 @@ def main() -> None:
 
     admin_db = settings.DATABASES["default"]["NAME"]
     settings.DISPATCH_CLUSTER_TASKS = False  # the clusters are rows only: no worker, no lab
-    recreate_database(admin_db)
+    recreate_database(admin_db, BENCH_DB)
     settings.DATABASES["default"]["NAME"] = BENCH_DB
     django.setup()
     out = ROOT / "bench" / "out"
@@ -430,7 +410,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        recreate_database(admin_db, drop_only=True)
+        recreate_database(admin_db, BENCH_DB, drop_only=True)
 
 
 def report(args, url: str, made: list, pid: int, alone: list[dict]) -> None:

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 import django  # noqa: E402
 import psycopg  # noqa: E402
+from bench_db import recreate_database, server_dsn  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 BENCH_DB = "platter_bench"
@@ -30,20 +31,6 @@ SHAPES = {  # name: (instances, cores, memory_mb, disks)
     "4 inst x 8 disks": (4, 2, 8192, 8),
     "1 inst x 1 disk": (1, 1, 1024, 1),
 }
-
-
-def server_dsn(dbname: str) -> str:
-    db = settings.DATABASES["default"]
-    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={dbname}" + (
-        f" password={db['PASSWORD']}" if db.get("PASSWORD") else ""
-    )
-
-
-def recreate_database(admin_db: str, drop_only: bool = False) -> None:
-    with psycopg.connect(server_dsn(admin_db), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if not drop_only:
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
 def _insert_select(cur, model, named: str, values: str, source: str, params=(), after=()):
@@ -442,7 +429,7 @@ def bench_database() -> Iterator[None]:
     admin_db = settings.DATABASES["default"]["NAME"]
     if admin_db == BENCH_DB:
         raise SystemExit("point DATABASE_URL at a normal database; the bench makes its own")
-    recreate_database(admin_db)
+    recreate_database(admin_db, BENCH_DB)
     settings.DATABASES["default"]["NAME"] = BENCH_DB
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
     settings.SCHEDULER_ADMIT_ON_RELEASE = False
@@ -454,7 +441,7 @@ def bench_database() -> Iterator[None]:
         from django.db import connections
 
         connections.close_all()
-        recreate_database(admin_db, drop_only=True)
+        recreate_database(admin_db, BENCH_DB, drop_only=True)
 
 
 def prepare() -> tuple[list, object]:

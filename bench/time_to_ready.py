@@ -34,11 +34,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 import django  # noqa: E402
-import psycopg  # noqa: E402
+from bench_db import database_url, recreate_database  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from portal.queues import worker_command  # noqa: E402
@@ -52,26 +52,6 @@ BENCH_REDIS_DB = os.environ.get("PLATTER_BENCH_REDIS_DB", "3")
 # and its clusters would hold the same segments as the bench's database hands out.
 ADDRESS_SLOT = os.environ.get("PLATTER_LAB_ADDRESS_SLOT", "5")
 SITE = os.environ.get("PLATTER_BENCH_SITE", "bench")
-
-
-def server_dsn(dbname: str) -> str:
-    db = settings.DATABASES["default"]
-    return f"host={db['HOST']} port={db['PORT']} user={db['USER']} dbname={dbname}" + (
-        f" password={db['PASSWORD']}" if db.get("PASSWORD") else ""
-    )
-
-
-def database_url(dbname: str) -> str:
-    db = settings.DATABASES["default"]
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{dbname}"
-
-
-def recreate_database(admin_db: str, drop_only: bool = False) -> None:
-    with psycopg.connect(server_dsn(admin_db), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if not drop_only:
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
 def start_worker(log_path: Path) -> subprocess.Popen:
@@ -286,7 +266,7 @@ def main() -> None:
     settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
     settings.PLATTER_SITE = SITE
     settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
-    recreate_database(admin_db)
+    recreate_database(admin_db, BENCH_DB)
     settings.DATABASES["default"]["NAME"] = BENCH_DB
     django.setup()
     out = ROOT / "bench" / "out"
@@ -300,7 +280,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        recreate_database(admin_db, drop_only=True)
+        recreate_database(admin_db, BENCH_DB, drop_only=True)
 
 
 def prepare(worker_log: str) -> None:
