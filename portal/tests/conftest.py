@@ -60,6 +60,9 @@ def prod_server_factory(django_db_setup, tmp_path_factory):
             "PLATTER_METRICS_TOKEN_FILE": metrics_token,
         }
         hidden = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "PLATTER_METRICS_TOKEN", "DEBUG"}
+        # Nor a connection pool another test of this process may have turned on: with one, a
+        # server whose database is down waits PLATTER_DB_POOL_TIMEOUT for a connection.
+        hidden |= {"PLATTER_DB_POOL", "PLATTER_DB_POOL_TIMEOUT", "DATABASE_CONN_MAX_AGE"}
         env = {key: value for key, value in os.environ.items() if key not in hidden}
         for name, value in files.items():
             path = folder / name.lower()

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -150,7 +151,12 @@ def test_the_gunicorn_config_loads_the_production_application():
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    config = runpy.run_path(str(BASE_DIR / "deploy" / "gunicorn.conf.py"))
+    # The config sets defaults in os.environ (PLATTER_DB_POOL, the settings module): kept from
+    # this process, whose later tests start servers that would inherit them.
+    before = dict(os.environ)
+    with mock.patch.dict(os.environ):
+        config = runpy.run_path(str(BASE_DIR / "deploy" / "gunicorn.conf.py"))
+    assert dict(os.environ) == before
     module, attribute = config["wsgi_app"].split(":")
     assert module == "portal.asgi" and attribute == "application"
     # ASGI under uvicorn's workers: streams wait on the event loop, not in threads (issue 29).
