@@ -37,11 +37,13 @@ def cache_dir():
     return settings.STATE_DIR / "cache" / "images"
 
 
-def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = print) -> None:
-    names = tuple(settings.LAB_PRODUCTS)
-    if not names:
-        return
-    recipes = product_images.recipes(names)
+def stage_product_images(log: Callable[[str], None] = print) -> list[tuple[Staged, bool]]:
+    """Every product's build context and the JVM base's root file system, in the cache:
+    downloads and packing, no node needed (`./platter test` runs this beside its fast tier).
+    Returns (staged context, built on the base) for each product that could be staged."""
+    recipes = product_images.recipes(tuple(settings.LAB_PRODUCTS))
+    if not recipes:
+        return []
     started = time.monotonic()
     outcomes = parallel(lambda recipe: stage(recipe, cache_dir()), recipes)
     staged: list[tuple[Staged, bool]] = []
@@ -52,6 +54,13 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
             staged.append((outcome, recipe.on_base))
     base_rootfs(cache_dir())  # once, before the nodes import it in parallel
     log(f"product images staged in {time.monotonic() - started:.0f} s")
+    return staged
+
+
+def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = print) -> None:
+    staged = stage_product_images(log)
+    if not staged:
+        return
 
     def build_on(node: LabNode) -> list[str]:
         client = local_node(node, timeout=BUILD_TIMEOUT)

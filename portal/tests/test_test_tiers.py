@@ -3,6 +3,10 @@
 the lab."""
 
 import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import conftest
 from apps.lab import cli
@@ -69,6 +73,14 @@ class Recorder:
         self.stack = cli.Stack()
         monkeypatch.setattr(self.stack, "services", lambda: self.started.append("services"))
         monkeypatch.setattr(self.stack, "lab", lambda: self.started.append("lab"))
+        monkeypatch.setattr(cli, "lab_is_up", lambda: False)
+
+        def stage_images() -> str:
+            self.started.append("staging")
+            return "the staging child"
+
+        monkeypatch.setattr(self.stack, "stage_images", stage_images)
+        monkeypatch.setattr(cli, "staged_images", lambda child: self.started.append("staged"))
 
     def pytest_runs(self) -> list[list[str]]:
         return [c[c.index("pytest") + 1 :] for c in self.ran if "pytest" in c]
@@ -93,7 +105,9 @@ def test_the_whole_check_runs_the_fast_tier_then_the_others_on_the_lab(monkeypat
 
     assert cli.test(check.stack, []) == 0
 
-    assert check.started == ["services", "lab"]
+    # The images' sources are fetched beside ruff, mypy and the fast tier, and are all there
+    # before the lab comes up.
+    assert check.started == ["staging", "services", "staged", "lab"]
     fast, slow = check.pytest_runs()
     assert fast[:2] == ["-m", cli.FAST_TIER] and "-n" in fast
     assert slow[:2] == ["-m", cli.SLOW_TIERS] and "-n" not in slow
@@ -131,7 +145,7 @@ def test_a_failing_fast_tier_ends_the_check_before_the_lab(monkeypatch):
 
     assert cli.test(check.stack, []) == 1
 
-    assert check.started == ["services"]
+    assert check.started == ["staging", "services"]  # the staging is stopped by stack.close
     assert sum("pytest" in command for command in runs) == 1
 
 
@@ -140,7 +154,7 @@ def test_arguments_run_once_on_the_lab(monkeypatch):
 
     assert cli.test(check.stack, ["-k", "lab", "-x"]) == 0
 
-    assert check.started == ["services", "lab"]
+    assert check.started == ["services", "lab"]  # no staging beside it: there is no fast tier
     assert check.pytest_runs() == [["-k", "lab", "-x"]]
 
 
@@ -173,3 +187,29 @@ def test_pytest_keeps_compiled_modules_out_of_the_tree_even_without_bytecode(mon
     assert "PYTHONDONTWRITEBYTECODE" not in env
     assert env["PYTHONPYCACHEPREFIX"] == str(cli.BASE_DIR / ".local" / "pycache")
     assert env["DJANGO_SETTINGS_MODULE"] == "portal.settings.test"
+
+
+def test_an_unfinished_staging_is_stopped_with_its_whole_process_group(tmp_path):
+    """What `lab stage` starts (mmdebstrap, downloads) goes with it on Ctrl-C or a failed fast
+    tier: a real process group, a Python child with a child of its own."""
+    pid_file = tmp_path / "grandchild"
+    spawn = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen(['sleep', '300'])\n"
+        "open(sys.argv[1], 'w').write(str(p.pid))\n"
+        "p.wait()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", spawn, str(pid_file)], start_new_session=True)
+    while not pid_file.exists() or not pid_file.read_text():
+        time.sleep(0.01)
+    grandchild = Path(f"/proc/{pid_file.read_text()}/stat")
+
+    cli.stop_staging(child)
+
+    assert child.returncode is not None
+    for _ in range(500):  # a dead process may linger as a zombie until init reaps it
+        if not grandchild.exists() or grandchild.read_text().split(")")[1].split()[0] == "Z":
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the staging's own child outlived it")

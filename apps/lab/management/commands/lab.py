@@ -2,16 +2,23 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.lab import lab
 from apps.lab.host import LabError
+from apps.lab.products import stage_product_images
 
 
 class Command(BaseCommand):
-    help = "Turn this machine into a lab of Platter nodes: up, down or status."
+    help = (
+        "Turn this machine into a lab of Platter nodes: up, down or status; stage only fetches"
+        " and packs the product images' build contexts (what `up` would download)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["up", "down", "status"])
+        parser.add_argument("action", choices=["up", "down", "status", "stage"])
 
     def handle(self, *args, action: str, **options):
         try:
+            if action == "stage":
+                stage_product_images(log=self.stdout.write)
+                return
             if action == "up":
                 lab.up(log=self.stdout.write)
             elif action == "down":
