@@ -179,6 +179,19 @@ def test_the_budget_follows_the_environment(monkeypatch):
     assert testing.examples(full=30, fast=8) == 30
 
 
+def test_under_fast_each_place_gets_a_share_of_the_values_and_every_value_a_place(monkeypatch):
+    values = list(range(30))
+    places = [f"post /api/v1/clusters field{n}" for n in range(12)]
+    monkeypatch.setenv("PLATTER_TEST_BUDGET", "full")
+    assert all(testing.spread(values, place) == values for place in places)
+
+    monkeypatch.setenv("PLATTER_TEST_BUDGET", "fast")
+    shares = [testing.spread(values, place) for place in places]
+    assert all(len(share) == len(values) // testing.FAST_SHARE for share in shares)
+    assert shares[0] == testing.spread(values, places[0])  # the same third every run
+    assert set().union(*shares) == set(values)
+
+
 def test_pytest_keeps_compiled_modules_out_of_the_tree_even_without_bytecode(monkeypatch):
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
