@@ -63,13 +63,20 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
         return
 
     def build_on(node: LabNode) -> list[str]:
-        client = local_node(node, timeout=BUILD_TIMEOUT)
-        base = ensure_base(client, cache_dir())
-        built = []
-        for item, on_base in staged:
-            if ensure_built(client, item, base if on_base else None):
-                built.append(item.reference)
-        return built
+        base = ensure_base(local_node(node, timeout=BUILD_TIMEOUT), cache_dir())
+
+        def build(entry: tuple[Staged, bool]) -> bool:
+            item, on_base = entry
+            client = local_node(node, timeout=BUILD_TIMEOUT)  # a connection per build
+            return ensure_built(client, item, base if on_base else None)
+
+        # All products at once: while one build copies its release in (the disk), another
+        # dumps its class archives (the cores). One that fails does not stop the others.
+        outcomes = parallel(build, staged)
+        failed = [error for error in outcomes if isinstance(error, Exception)]
+        if failed:
+            raise BuildError("; ".join(str(error) for error in failed))
+        return [item.reference for (item, _), done in zip(staged, outcomes, strict=True) if done]
 
     def copy_to(node: LabNode) -> list[str]:
         client = local_node(node, timeout=BUILD_TIMEOUT)
