@@ -92,3 +92,14 @@ def test_the_benches_load_without_matplotlib_and_say_how_to_get_it():
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "pip install -e '.[bench]'" in result.stderr, result.stderr
+
+
+def test_a_new_venv_gets_the_pinned_pip_before_the_lock():
+    """venv's own pip (23.x) fails the hash-checked install of the lock whenever PyPI has a
+    newer release of a package pinned with an extra elsewhere (coverage[toml]): ./platter
+    installs requirements/pip.lock first, and only a pip from 23.3 on is pinned there."""
+    pinned = re.findall(r"^pip==(\d+)\.(\d+)", (LOCK.parent / "pip.lock").read_text(), re.M)
+    assert len(pinned) == 1 and tuple(map(int, pinned[0])) >= (23, 3)
+    assert "--hash=sha256:" in (LOCK.parent / "pip.lock").read_text()
+    script = (BASE_DIR / "platter").read_text()
+    assert 0 < script.index("-r requirements/pip.lock") < script.index("-r requirements/dev.lock")
