@@ -18,6 +18,16 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Never when empty")
     last_used = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The token whose request made this one (None: a signed-in person, an admin, a command).
+    # Revoking it revokes this one too (services.revoke): a leaked token's offspring go with it.
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="children",
+    )
 
     class Meta:
         ordering = ["-created"]

@@ -86,6 +86,8 @@ def issue_token(
         raw = f"{TOKEN_MARK}_{prefix}_{secrets.token_urlsafe(32)}"
         try:
             with transaction.atomic():
+                if made_with is not None:
+                    _refuse_revoked_maker(made_with)
                 token = ApiToken.objects.create(
                     user=user,
                     name=name,
@@ -93,6 +95,7 @@ def issue_token(
                     digest=digest_of(raw),
                     read_only=read_only,
                     expires_at=expires_at,
+                    parent=made_with,
                 )
                 # What the token is and may do; never the secret, nor its digest.
                 record(
@@ -111,6 +114,17 @@ def issue_token(
             continue
         return IssuedToken(token=token, secret=raw)
     raise RuntimeError("could not draw a free token prefix")
+
+
+def _refuse_revoked_maker(maker: ApiToken) -> None:
+    """TokenInvalid when ``maker`` is revoked in the database. Its row stays locked until the
+    new token is committed, so a revoke() of it either comes first (and this refuses) or
+    waits and then finds the new token among its children. Another process may still hold
+    the maker in its token cache for a few seconds after it was revoked: this is where such a
+    request stops."""
+    locked = ApiToken.objects.select_for_update().filter(id=maker.id).first()
+    if locked is None or locked.is_revoked:
+        raise TokenInvalid("token revoked")
 
 
 def check_token(raw: str) -> ApiToken:
@@ -150,19 +164,52 @@ def _touch(token: ApiToken) -> None:
 
 @transaction.atomic
 def revoke(token_id: int, *, actor: Actor = None) -> bool:
-    """Revoke the token; False when it was already revoked (and nothing is audited then).
-    Revoked tokens stay listed."""
-    revoked = ApiToken.objects.filter(id=token_id, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
+    """Revoke the token and every token made with it, their children too; False when it was
+    already revoked (its children are revoked all the same). Revoked tokens stay listed.
+
+    Level by level: each level's rows are locked by their UPDATE before their children are
+    looked up, so a child being made at the same time (issue_token locks its maker) is
+    either refused or found here."""
+    now = timezone.now()
+    revoked = _revoke_rows([token_id], now, actor)
+    root = ApiToken.objects.filter(id=token_id).values_list("prefix", flat=True).first()
+    level = [token_id]
+    while level:
+        children = list(ApiToken.objects.filter(parent_id__in=level).values_list("id", flat=True))
+        _revoke_rows(children, now, actor, along_with=root)
+        level = children
+    return bool(revoked)
+
+
+def _revoke_rows(
+    ids: list[int], now: datetime, actor: Actor, *, along_with: str | None = None
+) -> int:
+    """Revoke the rows of ``ids`` not revoked yet, audit each (``along_with``: the prefix of
+    the token whose revocation took them along) and drop them from the token cache; how many
+    were live."""
+    if not ids:
+        return 0
+    live = list(
+        ApiToken.objects.select_for_update()
+        .filter(id__in=ids, revoked_at__isnull=True)
+        .values_list("id", flat=True)
     )
+    ApiToken.objects.filter(id__in=live).update(revoked_at=now)
     # Stops working in this process now, and again once committed (a request between the two
     # would have cached the row as it was); in the others within TOKEN_CACHE_SECONDS.
-    token_cache.forget(token_id=token_id)
-    transaction.on_commit(lambda: token_cache.forget(token_id=token_id))
-    if revoked:
-        token = ApiToken.objects.select_related("user").get(id=token_id)
-        record(Action.TOKEN_REVOKE, actor, token, object_repr=_describe(token), name=token.name)
-    return bool(revoked)
+    _forget(ids)
+    transaction.on_commit(lambda: _forget(ids))
+    for token in ApiToken.objects.select_related("user").filter(id__in=live):
+        details: dict[str, object] = {"name": token.name}
+        if along_with:
+            details["along_with"] = along_with
+        record(Action.TOKEN_REVOKE, actor, token, object_repr=_describe(token), **details)
+    return len(live)
+
+
+def _forget(ids: list[int]) -> None:
+    for token_id in ids:
+        token_cache.forget(token_id=token_id)
 
 
 def _describe(token: ApiToken) -> str:

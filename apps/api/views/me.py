@@ -1,6 +1,7 @@
 from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,7 +12,7 @@ from apps.accounts.requests import signed_in_user
 from apps.clusters.quotas import default_limits, group_usage, user_usage
 from apps.tokens.authentication import token_of
 from apps.tokens.models import ApiToken
-from apps.tokens.services import issue_token, revoke
+from apps.tokens.services import TokenInvalid, issue_token, revoke
 
 from ..serializers.me import (
     IssuedTokenSerializer,
@@ -77,7 +78,10 @@ class TokenViewSet(CallersRowsViewSet):
         user = signed_in_user(request)
         # A token-authenticated request makes no token that outlives the one it uses.
         made_with = token_of(request)
-        issued = issue_token(user, **asked.validated_data, actor=user, made_with=made_with)
+        try:
+            issued = issue_token(user, **asked.validated_data, actor=user, made_with=made_with)
+        except TokenInvalid as refused:  # revoked meanwhile (another process's cache held it)
+            raise AuthenticationFailed(str(refused)) from None
         data = {**TokenSerializer(issued.token).data, "token": issued.secret}
         return Response(data, status=status.HTTP_201_CREATED)
 
