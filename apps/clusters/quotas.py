@@ -129,7 +129,8 @@ ORDER BY q.id
 
 # Usage per scope, one row each: (group id or NULL for the user, clusters, instances, cores,
 # memory, disks, disks per kind), in one pass over the scope's live clusters. Instances count
-# while active ({counted}; "committed" usage also counts queued clusters' instances). An active
+# while active ({counted}; "committed" usage also counts queued clusters' instances and the
+# pending ones a resize or an added notebook is waiting to reserve). An active
 # instance holds exactly `disks` disks of `disk_kind` (the reservation allocates them, a reuse
 # plan checks count and kind, release frees both together), so disks are counted from the
 # instance rows without visiting every allocation. Each cluster's instances are summed by a
@@ -196,10 +197,11 @@ def lock_statement(user_id: int) -> tuple[str, dict]:
     return _lock_sql(), {"owner": user_id}
 
 
-def cluster_owner_statements(cluster_id: int) -> list[tuple[str, dict]]:
-    """lock_statement() and usage_statement() (excluding the cluster) for the owner of the
-    cluster, looked up by the statements themselves."""
-    params = {"cluster": cluster_id, "exclude": cluster_id}
+def cluster_owner_statements(cluster_id: int, counting_it: bool = False) -> list[tuple[str, dict]]:
+    """lock_statement() and usage_statement() for the owner of the cluster, looked up by the
+    statements themselves; the cluster's own instances count only `counting_it` (a grow: what
+    it holds already stays held; a queued cluster holds nothing)."""
+    params = {"cluster": cluster_id, "exclude": None if counting_it else cluster_id}
     usage = _usage_sql("owner", committed=False, owner=OWNER_OF_CLUSTER)
     return [(_lock_sql(OWNER_OF_CLUSTER), params), (usage, params)]
 
@@ -223,7 +225,9 @@ def _limits(row: tuple) -> dict[str, int | None]:
 @functools.cache
 def _usage_sql(scopes: str, committed: bool, owner: str = GIVEN_OWNER) -> str:
     tables = _tables()
-    counted = "(i.active OR c.state = 'queued')" if committed else "i.active"
+    # A grow accepted (a resize, a notebook) counts from its request on, as a queued cluster
+    # does: a launch accepted after it must not take the room its instances were promised.
+    counted = "(i.active OR c.state = 'queued' OR i.state = 'pending')" if committed else "i.active"
     # Only committed usage needs a queued cluster's instances: a queued cluster holds nothing
     # (the reservation activates instances as it moves the cluster on, and a cluster goes back
     # to queued only after release), so its instances are not even looked up.

@@ -481,7 +481,7 @@ def _reserve_added_once(cluster_id: int, instance_ids: list[int]) -> Reservation
     _, rows, locked, usage, addresses, found = _pipelined(
         GENERIC_PLANS_SQL,
         (CLUSTER_SQL, [cluster_id]),
-        *quotas.cluster_owner_statements(cluster_id),
+        *quotas.cluster_owner_statements(cluster_id, counting_it=True),
         (ADD_ADDRESSES_SQL, {"cluster": cluster_id, "count": len(found_wants)}),
         (candidates_sql, candidates_params, dict_row),  # placement reads its rows by name
     )
