@@ -18,6 +18,8 @@ from django.db import connections
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
+from portal.body_limit import bounded_bodies
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 
@@ -65,4 +67,5 @@ def with_websockets(http_application):
     return application
 
 
-application = with_websockets(django_application())
+# Bodies are bounded in front of Django's handler, which reads them whole before any middleware.
+application = with_websockets(bounded_bodies(django_application()))

@@ -2,7 +2,9 @@
 reach the database, which refuses them, as a server error), and no body larger than
 DATA_UPLOAD_MAX_MEMORY_SIZE. Django applies that setting only when a view reads
 ``request.body`` or a form; the API's parsers read the stream directly, and a chunked body
-(no Content-Length) escapes it altogether."""
+(no Content-Length) escapes it altogether. Under ASGI (production) Django's handler reads the
+whole body before any middleware: portal.body_limit applies the same rule (body_limit) in front
+of it."""
 
 import io
 import re
@@ -21,12 +23,30 @@ JOB_SUBMIT = re.compile(r"^/(api/v1/)?clusters/\d+/jobs/?$")
 
 
 def refuse(request: HttpRequest, status: int, message: str, **extra: object) -> HttpResponse:
+    return refusal(request.path_info, status, message, **extra)
+
+
+def refusal(path: str, status: int, message: str, **extra: object) -> HttpResponse:
     """An API client gets the API's error body; a browser a short text page."""
-    if request.path_info.startswith(API_PREFIXES):
-        words = CESGA_WORDS if request.path_info.startswith("/bigdata/") else API_CODES
+    if path.startswith(API_PREFIXES):
+        words = CESGA_WORDS if path.startswith("/bigdata/") else API_CODES
         body = {"status": status, "error": words[status], "message": message, **extra}
         return JsonResponse(body, status=status)
     return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def body_limit(path: str) -> tuple[int | None, str]:
+    """The most bytes a request body on `path` may hold (None: no limit) and the 413's message
+    for one that holds more: this middleware's rule under WSGI, portal.body_limit's under ASGI."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is None:
+        return None, ""
+    why = ""
+    if JOB_SUBMIT.match(path):
+        # A job's files: apps.jobs checks each against its caps and names them.
+        limit += settings.JOB_UPLOAD_MAX_BYTES
+        why = f" (a job's files may total {settings.JOB_UPLOAD_MAX_BYTES} bytes)"
+    return limit, f"the request body is larger than {limit} bytes{why}"
 
 
 def nul_in_query(query_string: str) -> list[str]:
@@ -52,13 +72,9 @@ class RequestLimitsMiddleware:
         if bad:
             fields = dict.fromkeys(bad, "contains a NUL byte")
             return refuse(request, 400, "invalid request: " + ", ".join(bad), fields=fields)
-        limit, why = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, ""
-        if limit is not None and JOB_SUBMIT.match(request.path_info):
-            # A job's files: apps.jobs checks each against its caps and names them.
-            limit += settings.JOB_UPLOAD_MAX_BYTES
-            why = f" (a job's files may total {settings.JOB_UPLOAD_MAX_BYTES} bytes)"
+        limit, too_large = body_limit(request.path_info)
         if limit is not None and self._too_large(request, limit):
-            return refuse(request, 413, f"the request body is larger than {limit} bytes{why}")
+            return refuse(request, 413, too_large)
         return self.get_response(request)
 
     @staticmethod

@@ -253,8 +253,9 @@ def web_application():  # an ASGI callable; Django is imported only here
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     from portal.asgi import django_application, with_websockets
+    from portal.body_limit import bounded_bodies
 
-    return with_websockets(ASGIStaticFilesHandler(django_application()))
+    return with_websockets(bounded_bodies(ASGIStaticFilesHandler(django_application())))
 
 
 def start_web(address: str, env: dict[str, str], log=None) -> subprocess.Popen:
