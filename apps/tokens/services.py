@@ -200,10 +200,18 @@ def _revoke_rows(
     _forget(ids)
     transaction.on_commit(lambda: _forget(ids))
     for token in ApiToken.objects.select_related("user").filter(id__in=live):
-        details: dict[str, object] = {"name": token.name}
+        described = _describe(token)
         if along_with:
-            details["along_with"] = along_with
-        record(Action.TOKEN_REVOKE, actor, token, object_repr=_describe(token), **details)
+            record(
+                Action.TOKEN_REVOKE,
+                actor,
+                token,
+                object_repr=described,
+                name=token.name,
+                along_with=along_with,
+            )
+        else:
+            record(Action.TOKEN_REVOKE, actor, token, object_repr=described, name=token.name)
     return len(live)
 
 
