@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
 from . import services, ssh
-from .models import LIMIT_FIELDS, OIDCIdentity, Quota, SSHKey
+from .models import LIMIT_FIELDS, LDAPAccount, OIDCIdentity, Quota, SSHKey
 
 
 class LimitsForm(forms.Form):
@@ -96,4 +96,14 @@ class OIDCIdentityAdmin(admin.ModelAdmin):
 
     list_display = ["user", "subject", "issuer", "created"]
     search_fields = ["user__username", "subject", "issuer"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(LDAPAccount)
+class LDAPAccountAdmin(admin.ModelAdmin):
+    """Which users the LDAP directory signs in as: those it made, and those an admin adds here
+    to link an existing user (a local one, say) to the directory's sign-in of that name."""
+
+    list_display = ["user", "created"]
+    search_fields = ["user__username"]
     raw_id_fields = ["user"]

@@ -14,15 +14,19 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser, Group
 from django.db import transaction
+
+from .models import LDAPAccount, OIDCIdentity
 
 log = logging.getLogger(__name__)
 
 
-class LocalAccount(Exception):
-    """The directory's user name belongs to a local account (one with a password of its own):
-    the directory never takes a local account over."""
+class ForeignAccount(Exception):
+    """The LDAP directory's user name belongs to an account the directory did not make (a
+    local one, or one an OpenID Connect sign-in made): the directory never takes it over.
+    The text says whose it is, for the person signing in."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,26 @@ class GroupMapping:
         return flags
 
 
-def refuse_local_account(user: AbstractUser) -> None:
-    """A directory sign-in may only land on a user the directory made (no usable password):
-    otherwise whoever holds a directory name equal to a local account's (an admin's, say)
-    would sign in as that account."""
-    if user.pk is not None and user.has_usable_password():
-        raise LocalAccount(f"{user.get_username()} is a local account, not a directory one")
+def refuse_foreign_account(user: AbstractUser) -> None:
+    """An LDAP sign-in may only land on a new user or one with an LDAPAccount (the directory
+    made it, or an admin linked it): otherwise whoever holds a directory name equal to a local
+    account's (an admin's, say) or to an OpenID Connect person's would sign in as them."""
+    if user.pk is None or LDAPAccount.objects.filter(user_id=user.pk).exists():
+        return
+    if OIDCIdentity.objects.filter(user_id=user.pk).exists():
+        made = f"by a sign-in with {settings.OIDC_PROVIDER_NAME or 'OpenID Connect'}"
+    else:
+        made = "on this portal (a local account)"
+    raise ForeignAccount(
+        f"the user name {user.get_username()!r} belongs to a Platter account made {made}, not "
+        "by the directory; ask the portal's admins to link your directory sign-in to it or to "
+        "rename it"
+    )
+
+
+def record_ldap_account(user: AbstractUser) -> None:
+    """The directory signed in as this user: from now on it is the directory's."""
+    LDAPAccount.objects.get_or_create(user_id=user.pk)
 
 
 @transaction.atomic

@@ -109,3 +109,20 @@ class OIDCIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
+
+
+class LDAPAccount(models.Model):
+    """A user the LDAP directory signs in as: made by the directory's first sign-in of that
+    name, or linked by an admin. A directory sign-in lands only on such a user, never on a
+    local account or one an OpenID Connect sign-in made that happens to bear the same name."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ldap_account"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LDAP account"
+
+    def __str__(self) -> str:
+        return f"LDAP account {self.user}"
