@@ -13,21 +13,23 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
-from typing import BinaryIO, TypeVar
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, BinaryIO, TypeVar
 
 import docker
 from django.conf import settings
 from docker.errors import DockerException
 from docker.types import LogConfig
+from docker.utils import decode_json_header
 
 from portal import streams
 
 from . import engine, logstream
 from .engine import Endpoint
-from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused
+from .errors import NodeConflict, NodeError, NodeMissing, NodeRefused, NodeUnreachable, NotAFile
 from .specs import LOG_DRIVER, LOG_OPTIONS, ContainerSpec
 
 log = logging.getLogger(__name__)
@@ -37,12 +39,23 @@ EXEC_OUTPUT = "/tmp/.platter-exec-{}"  # noqa: S108 (inside the container, one f
 # last EXEC_OUTPUT_LIMIT bytes, after a line saying it was cut (what callers show is its end).
 EXEC_OUTPUT_LIMIT = 64 * 1024
 EXEC_CUT = "[output cut to its last {} bytes]"
+CHUNK = 64 * 1024  # what a file download holds of a file at once
+PATH_STAT = "X-Docker-Container-Path-Stat"
 _EXEC_SCRIPT = (
     '"$@" >{file} 2>&1; code=$?; '
     'if [ "$(wc -c <{file})" -gt {limit} ]; then '
     '{{ echo "{cut}"; tail -c {limit} {file}; }} >{file}.cut && mv {file}.cut {file}; fi; '
     "exit $code"
 )
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """A file being read from a container: its whole size, and its first bytes as chunks
+    (the response stays open until they are read to their end or closed)."""
+
+    size: int
+    chunks: Iterator[bytes]
 
 
 class NodeClient:
@@ -314,6 +327,84 @@ class NodeClient:
             member = archive.extractfile(archive.getmembers()[0])
             return size, member.read() if member else b""
 
+    def stat(self, container: str, path: str) -> dict:
+        """What the Engine itself finds at a path of the container (name, size, mode as Go's
+        os.FileMode, linkTarget): the path's last part is not followed, the folders above it
+        are (inside the container). NodeMissing when there is nothing there."""
+
+        def head(api: docker.APIClient) -> dict:
+            # The SDK has no call for the Engine's HEAD /containers/<id>/archive: its own
+            # (private) helpers build the URL and raise its errors.
+            url = api._url("/containers/{0}/archive", container)  # type: ignore[attr-defined]
+            answer = api.head(url, params={"path": path}, timeout=api.timeout)
+            api._raise_for_status(answer)  # type: ignore[attr-defined]
+            return decode_json_header(answer.headers[PATH_STAT])
+
+        return self._call(head, f"look at {path} in {container}")
+
+    def open_file(self, container: str, path: str, limit: int) -> FileRead:
+        """A regular file of the container as the Engine reads it, never as the container
+        says it is: NotAFile when the path, or any folder on its way, is a symbolic link, or
+        the path is a folder or anything but a regular file (NodeMissing: nothing there). Its
+        chunks stream its first `limit` bytes at most, one CHUNK at a time.
+
+        The Engine follows symbolic links in the folders above a path (inside the container)
+        and would read the file a tenant's link points at: each folder is looked at first. A
+        link swapped in between that look and the read is not seen; the Engine still reads
+        only inside the container."""
+        parts = PurePosixPath(path).parts
+        if not path.startswith("/") or any(p in (".", "..") for p in path.split("/")):
+            raise ValueError(f"{path!r} is not an absolute, plain path")
+        for depth in range(2, len(parts)):
+            folder = str(PurePosixPath(*parts[:depth]))
+            kind = file_kind(self.stat(container, folder))
+            if kind != "a folder":
+                raise NotAFile(self.name, folder, kind)
+        stream, stat = self._call(
+            lambda api: api.get_archive(container, path, chunk_size=CHUNK),
+            f"read {path} in {container}",
+        )
+        try:
+            kind = file_kind(stat or {})
+            if kind != "a regular file":
+                raise NotAFile(self.name, path, kind)
+            # The archive is read as it comes (tarfile's stream mode), never whole; it is
+            # read on after this returns, so no context manager.
+            archive = tarfile.open(fileobj=_Chunks(stream), mode="r|")  # noqa: SIM115
+            member = archive.next()
+            if member is None or not member.isreg():  # its archive must say so too
+                raise NotAFile(self.name, path, "not a regular file in its archive")
+            content = archive.extractfile(member)
+        except BaseException as error:
+            with suppress(Exception):
+                stream.close()  # a generator over the response
+            failure = _read_error(self.name, path, error)
+            if failure is error:
+                raise
+            raise failure from error
+        return FileRead(
+            member.size, self._file_chunks(path, content, stream, min(member.size, limit))
+        )
+
+    def _file_chunks(
+        self, path: str, content: IO[bytes] | None, stream: Generator[bytes], left: int
+    ) -> Iterator[bytes]:
+        try:
+            while left > 0 and content is not None:
+                chunk = content.read(min(CHUNK, left))
+                if not chunk:
+                    raise NodeUnreachable(self.name, f"{path} ended {left} bytes short")
+                left -= len(chunk)
+                yield chunk
+        except Exception as error:
+            failure = _read_error(self.name, path, error)
+            if failure is error:
+                raise
+            raise failure from error
+        finally:  # also when the reader left early, or at the limit: the rest is not read
+            with suppress(Exception):
+                stream.close()
+
     def logs(
         self,
         container: str,
@@ -571,6 +662,56 @@ class NodeClient:
             api.create_network(name, driver="macvlan", ipam=ipam, options={"parent": parent})
 
         self._call(create, f"create the network {name}")
+
+
+# A path's mode as the Engine reports it is Go's os.FileMode: its type in the high bits.
+FILE_KINDS = (
+    (1 << 31, "a folder"),
+    (1 << 27, "a symbolic link"),
+    (1 << 26, "a device"),
+    (1 << 25, "a named pipe"),
+    (1 << 24, "a socket"),
+    (1 << 21, "a device"),
+    (1 << 19, "not a regular file"),
+)
+
+
+def file_kind(stat: dict) -> str:
+    """What an Engine stat (stat(), get_archive's) says a path is: "a regular file", "a
+    folder", "a symbolic link", ..."""
+    mode = int(stat.get("mode", 1 << 19))
+    return next((kind for bit, kind in FILE_KINDS if mode & bit), "a regular file")
+
+
+class _Chunks(io.RawIOBase):
+    """An HTTP body's chunks as a file, for tarfile's stream mode (a few KiB held at once)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks, self._rest = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._rest:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._rest = chunk
+        size = min(len(buffer), len(self._rest))
+        buffer[:size], self._rest = self._rest[:size], self._rest[size:]
+        return size
+
+
+def _read_error(node: str, path: str, error: BaseException) -> BaseException:
+    """An error met while reading a file's archive, as a NodeError (others as they are)."""
+    if isinstance(error, NodeError):
+        return error
+    if isinstance(error, tarfile.TarError):
+        return NodeRefused(node, f"read {path}: the Engine sent a broken archive ({error})")
+    if isinstance(error, (OSError, DockerException)):
+        return engine.classify(node, error, f"read {path}")
+    return error
 
 
 def repo_tags(images: list[dict]) -> list[str]:

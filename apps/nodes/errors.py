@@ -33,3 +33,12 @@ class NodeMissing(NodeRefused):
 
 class NodeConflict(NodeRefused):
     """The name is taken (e.g. a container an earlier try made)."""
+
+
+class NotAFile(NodeRefused):
+    """A path in a container that is there but is not a regular file (a folder, a symbolic
+    link, a device...), or has such a thing among the folders above it."""
+
+    def __init__(self, node: str, path: str, kind: str) -> None:
+        super().__init__(node, f"{path} is {kind}, not a regular file")
+        self.path, self.kind = path, kind

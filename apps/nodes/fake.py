@@ -21,9 +21,9 @@ from django.conf import settings
 
 from portal import streams
 
-from .client import NodeClient, installed
+from .client import CHUNK, FileRead, NodeClient, installed
 from .engine import Endpoint
-from .errors import NodeError, NodeMissing, NodeUnreachable
+from .errors import NodeError, NodeMissing, NodeUnreachable, NotAFile
 from .specs import ContainerSpec
 
 
@@ -38,6 +38,27 @@ class FakeContainer:
     spec: ContainerSpec | None = None
 
 
+@dataclass
+class BigFile:
+    """A file of `size` bytes (`pattern` over and over) made only as it is read: `made` counts
+    the bytes handed out, so a test sees how much of it a reader took."""
+
+    size: int
+    pattern: bytes = b"x"
+    made: int = 0
+
+    def read(self, count: int) -> bytes:
+        count = min(count, self.size - self.made)
+        start = self.made % len(self.pattern)
+        whole = self.pattern * ((start + count) // len(self.pattern) + 1)
+        self.made += count
+        return whole[start : start + count]
+
+    def chunks(self, limit: int) -> Iterator[bytes]:
+        while self.made < limit:
+            yield self.read(min(CHUNK, limit - self.made))
+
+
 class FakeNodes:
     """The state of every fake node; installed as the node layer's factory while in use."""
 
@@ -46,13 +67,18 @@ class FakeNodes:
         self.unreachable: set[str] = set()
         self.failures: dict[str, list[Exception]] = {}
         self.calls: list[tuple[str, str, str]] = []  # (node, method, target)
-        self.exec_results: dict[str, tuple[int, str]] = {}
+        # An exec's (exit code, output) by its program's name, or a function of its argv.
+        self.exec_results: dict[str, tuple[int, str] | Callable[[list[str]], tuple[int, str]]]
+        self.exec_results = {}
         self.execs: list[list[str]] = []  # every exec's argv, in order
         # Files written by put_files: (node, path) -> content. A started exec ends at once
         # with program's exit code, having written program's output to the file read_file
         # reads (any path ending in ".log"); an exit code of None: it is still running, and
         # has written that much so far.
-        self.files: dict[tuple[str, str], bytes] = {}
+        self.files: dict[tuple[str, str], bytes | BigFile] = {}
+        # Paths that are there but are not regular files: (node, path) -> "a folder", "a
+        # symbolic link", ... as NodeClient.open_file names them.
+        self.kinds: dict[tuple[str, str], str] = {}
         self.started: list[list[str]] = []
         self.program: tuple[int | None, bytes] = (0, b"")
         # Called while a helper container runs (it is listed on its node meanwhile), e.g. a
@@ -181,7 +207,8 @@ class FakeNodeClient:
         if found.state != "running":
             raise NodeError(self.name, f"exec in {container}: container is not running")
         self.nodes.execs.append(list(argv))
-        return self.nodes.exec_results.get(argv[0], (0, ""))
+        result = self.nodes.exec_results.get(argv[0], (0, ""))
+        return result(list(argv)) if callable(result) else result
 
     def put_files(self, container: str, folder: str, files: dict[str, bytes]) -> None:
         self._get("put_files", container)
@@ -209,7 +236,26 @@ class FakeNodeClient:
         content = self.nodes.files.get((self.name, path))
         if content is None:
             raise NodeMissing(self.name, f"no file {path}")
+        if isinstance(content, BigFile):
+            return content.size, None if content.size > limit else content.read(content.size)
         return len(content), content if len(content) <= limit else None
+
+    def open_file(self, container: str, path: str, limit: int) -> FileRead:
+        """As NodeClient.open_file: the folders above the path are folders unless `kinds`
+        says otherwise; a BigFile is made as it is read, in CHUNKs."""
+        self._get("open_file", container)
+        parts = path.split("/")
+        for depth in range(2, len(parts) + 1):
+            above = "/".join(parts[:depth])
+            kind = self.nodes.kinds.get((self.name, above))
+            if kind is not None:
+                raise NotAFile(self.name, above, kind)
+        content = self.nodes.files.get((self.name, path))
+        if content is None:
+            raise NodeMissing(self.name, f"no file {path}")
+        if isinstance(content, bytes):
+            content = BigFile(len(content), content)
+        return FileRead(content.size, content.chunks(min(content.size, limit)))
 
     def logs(self, container: str, tail: int, **options) -> str:
         return "\n".join(self._get("logs", container).log.splitlines()[-tail:])
