@@ -3,8 +3,10 @@ read their results, kill them (the portal's /api/v1/clusters/<id>/jobs and /api/
 
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 import httpx
@@ -242,12 +244,27 @@ def outputs(job_id: int, as_json: bool) -> None:
 @click.argument("name", metavar="FILE")
 @click.option("-o", "--out", "target", type=click.Path(dir_okay=False), help="Default: stdout.")
 def get_output(job_id: int, name: str, target: str | None) -> None:
-    """Download FILE from the job's output path."""
+    """Download FILE from the job's output path: a regular file, its first
+    PLATTER_JOB_RESULT_MAX_BYTES bytes (the portal's cap; a note says when it cut the file).
+    A folder, a symbolic link or an HDFS pattern is refused, saying which."""
     client = connect()
-    response = client.http.get(f"jobs/{job_id}/outputs/{name}")
-    if response.status_code >= 400:
-        raise api_error(response, client.url, client.flags)
-    if target:
-        Path(target).write_bytes(response.content)
-    else:
-        sys.stdout.buffer.write(response.content)
+    path = f"jobs/{job_id}/outputs/{quote(name)}"  # a name may hold "?", "#" or "%"
+    try:
+        with client.http.stream("GET", path) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise api_error(response, client.url, client.flags)
+            with open(target, "wb") if target else nullcontext(sys.stdout.buffer) as out:
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+            size = response.headers.get("X-Output-Size", "")
+            sent = response.headers.get("Content-Length", "")
+    except httpx.HTTPError as error:
+        message = f"cannot reach the portal at {client.url}: {error}"
+        raise CliError(message, ExitCode.AUTH) from None
+    if size.isdigit() and sent.isdigit() and int(sent) < int(size):
+        click.echo(
+            f"Note: {name} is {size} bytes; the portal sends its first {sent} "
+            "(its download cap, PLATTER_JOB_RESULT_MAX_BYTES).",
+            err=True,
+        )

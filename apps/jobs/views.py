@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,7 +13,7 @@ from apps.accounts.requests import signed_in_user
 from apps.clusters.models import Cluster
 from apps.nodes import NodeError
 
-from . import results, services, ui
+from . import downloads, results, services, ui
 from .models import Job, JobFile
 from .services import JobRefused, JobRequest, Upload
 
@@ -149,14 +149,13 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 @login_required
-def job_output(request: HttpRequest, job_id: int, name: str) -> HttpResponse:
+def job_output(request: HttpRequest, job_id: int, name: str) -> HttpResponseBase:
+    """One file of the output, streamed and cut at JOB_RESULT_MAX_BYTES (apps.jobs.downloads);
+    409 for a folder, a symbolic link or a pattern."""
     job = _job(request, job_id)
     try:
-        data = results.read_output(job, name)
-    except results.ResultTooLarge as error:
-        return HttpResponse(f"{error}\n", status=413, content_type="text/plain")
+        return downloads.response(results.read_output(job, name))
+    except results.NotDownloadable as error:
+        return HttpResponse(f"{error}\n", status=409, content_type="text/plain")
     except (results.NoResult, NodeError) as error:
         return HttpResponse(f"{error}\n", status=404, content_type="text/plain")
-    response = HttpResponse(data, content_type="application/octet-stream")
-    response["Content-Disposition"] = f'attachment; filename="{name.rsplit("/", 1)[-1]}"'
-    return response

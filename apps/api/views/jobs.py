@@ -14,7 +14,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, status
+from rest_framework import mixins, renderers, status
 from rest_framework.decorators import action
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts.requests import signed_in_user
-from apps.jobs import results, services
+from apps.jobs import downloads, results, services
 from apps.jobs.models import Job, JobFile
 from apps.jobs.services import JobRefused, JobRequest, Upload
 from apps.nodes import NodeError
@@ -37,7 +37,22 @@ from ..serializers.jobs import (
     LogQuerySerializer,
     OutputsSerializer,
 )
-from .clusters import LOG_ERRORS, LOG_RENDERERS, TEXT, text_stream
+from .clusters import LOG_ERRORS, LOG_RENDERERS, TEXT, PlainTextRenderer, text_stream
+
+
+class FileRenderer(renderers.BaseRenderer):
+    """For clients that accept only a file's own type on a download: errors as their
+    message, as PlainTextRenderer's (the file itself is sent as it is, never rendered)."""
+
+    media_type = "application/octet-stream"
+    format = "bin"
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        return PlainTextRenderer().render(data)
+
+
+FILE = [renderers.JSONRenderer, FileRenderer]
 
 REFUSALS = {
     400: OpenApiResponse(ErrorSerializer, "bad input, named in `fields`"),
@@ -206,23 +221,26 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
 
     @extend_schema(
         operation_id="jobs_output_file",
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            409: OpenApiResponse(ErrorSerializer, "a folder, a symbolic link or a pattern"),
+        },
     )
-    @action(detail=True, methods=["get"], url_path=r"outputs/(?P<name>.+)")
+    @action(detail=True, methods=["get"], url_path=r"outputs/(?P<name>.+)", renderer_classes=FILE)
     def output(self, request: Request, pk: str, name: str) -> HttpResponseBase:
-        """One file of the output (413 over JOB_RESULT_MAX_BYTES)."""
+        """One regular file of the output, streamed: its first JOB_RESULT_MAX_BYTES bytes
+        (X-Output-Cap); X-Output-Size is its whole size, more than the Content-Length when it
+        was cut. 409 `not_a_file` for a folder, a symbolic link (or a name with one on its
+        way) or an HDFS pattern."""
         job = self.get_object()
         try:
-            data = results.read_output(job, name)
+            return downloads.response(results.read_output(job, name))
         except results.NoResult as error:
             raise ApiError(404, "not_found", str(error)) from None
-        except results.ResultTooLarge as error:
-            raise ApiError(413, "payload_too_large", str(error)) from None
+        except results.NotDownloadable as error:
+            raise ApiError(409, "not_a_file", str(error)) from None
         except NodeError as error:
             raise ApiError(503, "node_unavailable", str(error)) from None
-        response = HttpResponse(data, content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{name.rsplit("/", 1)[-1]}"'
-        return response
 
 
 async def follow(job_id: int, since: int) -> AsyncIterator[str]:
