@@ -104,3 +104,39 @@ def test_a_launch_by_a_member_of_a_group_past_its_budget_gets_a_403_naming_it(
     assert refused.status_code == 403, refused.content
     assert refused.json()["message"].startswith("the budget of group team is 0 disk-hours")
     assert not Cluster.objects.filter(owner=alice).exists()
+
+
+def test_a_client_that_asks_for_csv_gets_the_csv(api, two_clusters):
+    """As a spreadsheet's or a script's `Accept: text/csv` (refused with 406 before)."""
+    admin = api("admin")
+    asked = admin.get("/api/v1/usage.csv", day(), HTTP_ACCEPT="text/csv")
+    assert asked.status_code == 200, asked.content
+    assert asked["Content-Type"] == "text/csv; charset=utf-8"
+    name = f"platter-usage-{T0.date()}-{T0.date()}.csv"
+    assert asked["Content-Disposition"] == f'attachment; filename="{name}"'
+    lines = list(csv.DictReader(io.StringIO(asked.content.decode())))
+    assert sorted(line["user"] for line in lines) == ["alice", "bob"]
+    anything = admin.get("/api/v1/usage.csv", day(), HTTP_ACCEPT="*/*")
+    assert anything.content == asked.content
+
+
+def test_a_client_that_accepts_only_json_gets_the_same_lines_as_json(api, two_clusters):
+    admin = api("admin")
+    as_csv = list(
+        csv.DictReader(io.StringIO(admin.get("/api/v1/usage.csv", day()).content.decode()))
+    )
+    as_json = admin.get("/api/v1/usage.csv", day(), HTTP_ACCEPT="application/json").json()
+    assert [line["cluster"] for line in as_json] == [line["cluster"] for line in as_csv]
+    for line, row in zip(as_json, as_csv, strict=True):
+        assert line["core_h"] == pytest.approx(float(row["core_h"]))
+
+
+def test_a_refused_csv_says_why_in_csv(api):
+    answer = api("owner").get(
+        "/api/v1/usage.csv", {"from": "2026-03-10", "to": "2026-03-09"}, HTTP_ACCEPT="text/csv"
+    )
+    assert answer.status_code == 400
+    assert answer["Content-Type"].startswith("text/csv")
+    lines = list(csv.reader(io.StringIO(answer.content.decode())))
+    assert lines[0] == ["error", "message"] and lines[1][0] == "invalid"
+    assert ["from", "must not be after 'to'"] in lines[2:]

@@ -1,18 +1,20 @@
 """GET /api/v1/usage: core-, memory- and disk-hours (apps.usage), added up as asked; the same
 rows as CSV with fixed columns at /api/v1/usage.csv."""
 
+import csv
+import io
 from datetime import date, timedelta
 
-from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import renderers, serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.usage.export import MAX_DAYS, csv_response
+from apps.usage.export import MAX_DAYS, csv_text, records
 from apps.usage.services import (
     GROUPINGS,
     grand_total,
@@ -104,11 +106,53 @@ class UsageView(APIView):
         )
 
 
+class CsvRenderer(renderers.BaseRenderer):
+    """The usage lines (apps.usage.export.records) as CSV; an error body as a CSV too: its
+    code and message on a line, then each field named wrong and why (the status says it
+    failed, a spreadsheet shows why)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        if isinstance(data, dict):
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(["error", "message"])
+            writer.writerow([data.get("error", ""), data.get("message", "")])
+            writer.writerows((field, problem) for field, problem in data.get("fields", {}).items())
+            return out.getvalue().encode()
+        return csv_text(data).encode()
+
+
+class LineSerializer(serializers.Serializer):
+    date = serializers.DateField()
+    user = serializers.CharField()
+    group = serializers.CharField()
+    cluster = serializers.CharField()
+    product = serializers.CharField()
+    state = serializers.CharField()
+    core_h = serializers.FloatField()
+    mem_gb_h = serializers.FloatField()
+    hdd_h = serializers.FloatField()
+    ssd_h = serializers.FloatField()
+
+
 class UsageCsvView(APIView):
     """The same usage as CSV, one line per cluster and day, with fixed columns:
-    date,user,group,cluster,product,state,core_h,mem_gb_h,hdd_h,ssd_h."""
+    date,user,group,cluster,product,state,core_h,mem_gb_h,hdd_h,ssd_h. Clients that accept
+    only JSON get the same lines as a JSON list."""
 
-    @extend_schema(parameters=[UsageQuerySerializer], responses={(200, "text/csv"): str})
-    def get(self, request: Request) -> HttpResponse:
+    # CSV first: what `*/*` (and no Accept) gets, as a browser's download.
+    renderer_classes = [CsvRenderer, renderers.JSONRenderer]
+
+    @extend_schema(
+        parameters=[UsageQuerySerializer],
+        responses={(200, "text/csv"): str, (200, "application/json"): LineSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
         wanted, rows = _rows(request)
-        return csv_response(rows, f"platter-usage-{wanted['from']}-{wanted['to']}.csv")
+        name = f"platter-usage-{wanted['from']}-{wanted['to']}.csv"
+        disposition = content_disposition_header(True, name)
+        return Response(records(rows), headers={"Content-Disposition": disposition})
