@@ -42,6 +42,7 @@ TASK_QUEUES = {
     "platter.run_job": JOBS,  # as long as the user's job runs
     "platter.follow_job": JOBS,  # a running job whose follower was lost, to its end
     "platter.adopt_jobs": PERIODIC,
+    "platter.admit_jobs": PERIODIC,  # database only: queued jobs into free job slots
     "platter.reconcile": PERIODIC,
     "platter.expire_leases": PERIODIC,
     "platter.admit_queued": PERIODIC,

@@ -31,6 +31,7 @@ READ_BYTES = 256 * 1024  # per poll: a chatty driver is read in parts, never all
 NODE_SLIPS = 10  # polls in a row a node may miss before the job fails
 LINE_KEPT = 4096  # of an unfinished last line, kept to find an application id cut in two
 TAKEN_OVER = "followed by another worker"
+NOT_ADMITTED = "waiting for a job slot"
 GONE = (
     "the job's program is gone from its container: the cluster's master container (or Docker "
     "on its node) restarted while it ran. The log has its output up to then; submit it again"
@@ -45,6 +46,8 @@ def run_job(job_id: int) -> str:
     job = Job.objects.select_related("cluster").filter(id=job_id).first()
     if job is None or job.state != J.QUEUED:
         return job.state if job else "gone"
+    if job.admitted is None:  # sent by hand: it runs when admission gives it a slot
+        return NOT_ADMITTED
     try:
         client, container = master_of(job.cluster)
         files = {f.name: bytes(f.content) for f in job.uploads.all()}

@@ -136,3 +136,12 @@ def adopt_jobs() -> list[int]:
     from apps.jobs.services import adopt_lost_jobs
 
     return adopt_lost_jobs()
+
+
+@shared_task(name="platter.admit_jobs")
+def admit_jobs() -> list[int]:
+    """Give free job slots to waiting jobs, fairly; run by beat besides the pass that follows
+    the end of every job."""
+    from apps.jobs.admission import admission_pass
+
+    return admission_pass()

@@ -39,6 +39,9 @@ class Job(models.Model):
     reason = models.TextField(blank=True)
     cancel_requested = models.BooleanField(default=False)
     submitted = models.DateTimeField(auto_now_add=True)
+    # When a job slot was given to it and its task sent (apps/jobs/admission.py); a queued job
+    # without it waits, `reason` saying why. Admitted and running jobs count against the caps.
+    admitted = models.DateTimeField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     ended = models.DateTimeField(null=True, blank=True)
     # The last JOB_LOG_MAX_CHARS characters of the driver's output; log_start counts the
@@ -57,6 +60,12 @@ class Job(models.Model):
         ordering = ["-submitted", "-id"]
         indexes = [
             models.Index(fields=["cluster", "state"], name="job_cluster_state"),
+            # The admission pass: who holds job slots, and who waits for one.
+            models.Index(
+                fields=["owner", "submitted"],
+                condition=models.Q(state="queued"),
+                name="job_queued_owner",
+            ),
             # Beat's pass for running jobs whose follower stopped beating.
             models.Index(
                 fields=["followed_at"],

@@ -4,6 +4,9 @@ never both win.
 
     queued -> running -> succeeded | failed | killed
     queued -> killed (cancelled before it ran) | failed (its cluster stopped or failed)
+
+A queued job runs once admitted (admission.py: fair shares of the job slots). Its uploads
+leave the database when it ends: they were copied into its container when it started.
 """
 
 import logging
@@ -13,8 +16,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
@@ -23,10 +27,10 @@ from apps.clusters.models import Cluster
 from apps.clusters.states import State
 from apps.tasks import bus
 
+from . import admission
 from .models import ENDED, LIVE, Job, JobFile
 
 log = logging.getLogger(__name__)
-RUN = "platter.run_job"
 FOLLOW = "platter.follow_job"  # goes on following a running job whose follower was lost
 K = Job.Kind
 J = Job.State
@@ -96,6 +100,26 @@ def check_upload_sizes(sizes: dict[str, int]) -> None:
         raise UploadTooLarge(
             f"the files total {sum(sizes.values())} bytes; the cap per job is "
             f"{size_words(per_job)}",
+            "files",
+        )
+
+
+def uploads_held(user: Any) -> int:
+    """Bytes of the uploads of the user's jobs not yet ended (those of ended jobs are gone)."""
+    held = JobFile.objects.filter(job__owner=user, job__state__in=LIVE).aggregate(n=Sum("size"))
+    return held["n"] or 0
+
+
+def _check_storage(user: Any, adding: int) -> None:
+    """UploadTooLarge when the user's queued and running jobs would hold more uploads than
+    JOB_UPLOADS_PER_USER_MAX_BYTES; called under the user's row lock, so parallel submits
+    cannot both pass."""
+    cap, held = settings.JOB_UPLOADS_PER_USER_MAX_BYTES, uploads_held(user)
+    if adding and held + adding > cap:
+        raise UploadTooLarge(
+            f"your queued and running jobs hold {size_words(held)} of uploads and this job's "
+            f"files add {size_words(adding)}; the cap per user is {size_words(cap)} (uploads "
+            "leave when their job ends: wait for one, or cancel one)",
             "files",
         )
 
@@ -178,12 +202,18 @@ def _check_hdfs_path(kind: str, path: str, field: str) -> None:
 
 
 def submit(user: Any, cluster: Cluster, asked: JobRequest, *, actor: Actor = None) -> Job:
-    """A queued job on the cluster with its files, audited; a worker runs it once this
-    commits. JobRefused (or UploadTooLarge) saying why not."""
+    """A queued job on the cluster with its files, audited, and admitted when a job slot is
+    free for it (a worker runs it once this commits; otherwise it waits, its reason saying
+    why). JobRefused (or UploadTooLarge) saying why not."""
     _check_request(asked)
     main = next((u.name for u in asked.uploads if u.role == JobFile.Role.MAIN), asked.main)
     with transaction.atomic():
-        locked = Cluster.objects.select_for_update().select_related("version__product")
+        # The user's row is the lock of their uploads' cap (no key: rows that refer to the
+        # user are still written meanwhile).
+        get_user_model().objects.select_for_update(no_key=True).filter(id=user.id).first()
+        _check_storage(user, sum(len(u.content) for u in asked.uploads))
+        # Its row only: with the product's too, every submit of a product waits on the others.
+        locked = Cluster.objects.select_for_update(of=("self",)).select_related("version__product")
         _check_cluster(locked.get(id=cluster.id), asked.kind)
         job = Job.objects.create(
             cluster=cluster,
@@ -210,7 +240,8 @@ def submit(user: Any, cluster: Cluster, asked: JobRequest, *, actor: Actor = Non
             main=main,
             files=len(asked.uploads),
         )
-        bus.dispatch(RUN, job.id)
+        admission.admit()
+    job.refresh_from_db(fields=["admitted", "reason"])
     return job
 
 
@@ -224,6 +255,7 @@ def cancel(job_id: int, *, actor: Actor = None) -> Job:
         if job.state == J.QUEUED:
             job.state, job.ended, job.reason = J.KILLED, timezone.now(), "cancelled before it ran"
             job.save(update_fields=["state", "ended", "reason"])
+            _ended(job.uploads.all())
         elif not job.cancel_requested:
             job.cancel_requested = True
             job.save(update_fields=["cancel_requested"])
@@ -254,9 +286,11 @@ def on_cluster_moved(sender: object, cluster_id: int, to: str, reason: str, **_:
 def end_live_jobs(cluster_id: int, reason: str) -> int:
     """The cluster stops, fails or goes away: its queued and running jobs end failed with the
     reason (their workers see it and stop following). Returns how many."""
-    return Job.objects.filter(cluster_id=cluster_id, state__in=LIVE).update(
+    ended = Job.objects.filter(cluster_id=cluster_id, state__in=LIVE).update(
         state=J.FAILED, reason=reason, ended=timezone.now()
     )
+    _ended(JobFile.objects.filter(job__cluster_id=cluster_id))
+    return ended
 
 
 def start(job_id: int) -> datetime | None:
@@ -276,7 +310,17 @@ def finish(job_id: int, state: str, exit_code: int | None, reason: str = "") -> 
     moved = Job.objects.filter(id=job_id, state__in=LIVE).update(
         state=state, exit_code=exit_code, reason=reason, ended=timezone.now()
     )
+    if moved:
+        _ended(JobFile.objects.filter(job_id=job_id))
     return moved == 1
+
+
+def _ended(uploads: QuerySet[JobFile]) -> None:
+    """Jobs ended: their uploads (of these, those of ended jobs) leave the database, as they
+    were copied into the container when the job started; their slots go to waiting jobs once
+    this commits."""
+    uploads.filter(job__state__in=ENDED).delete()
+    admission.admit_after_commit()
 
 
 def append_log(job_id: int, text: str) -> None:

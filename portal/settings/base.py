@@ -555,6 +555,19 @@ CELERY_BEAT_SCHEDULE["adopt-jobs"] = {
     "schedule": 30.0,
     "options": {"expires": 30.0},  # as every beat entry (set above, before this section)
 }
+# Fair shares of the job slots (apps/jobs/admission.py): at most JOBS_PER_USER_RUNNING of one
+# user's jobs run at once, JOBS_RUNNING_MAX in all (set it to the jobs workers' slots); the
+# rest wait queued, saying why, and a freed slot goes to the user running the fewest, oldest
+# submission first. The end of a job admits the next; beat's admit-jobs pass is the safety net.
+JOBS_PER_USER_RUNNING = envint("PLATTER_JOBS_PER_USER_RUNNING", 2)
+JOBS_RUNNING_MAX = envint("PLATTER_JOBS_RUNNING_MAX", 4)
+# Uploads of a user's jobs not yet ended, all together (they leave the database when a job ends).
+JOB_UPLOADS_PER_USER_MAX_BYTES = envint("PLATTER_JOB_UPLOADS_PER_USER_MAX_BYTES", 256 * 1024 * 1024)
+CELERY_BEAT_SCHEDULE["admit-jobs"] = {
+    "task": "platter.admit_jobs",
+    "schedule": 30.0,
+    "options": {"expires": 30.0},
+}
 
 # ---------------------------------------------------------------- streams (issue 29, item 2)
 # Log follows and proxied web UI responses stream on the web process's event loop (ASGI,
