@@ -12,14 +12,25 @@ The signals probed here (the UI proxy records its requests itself, as they happe
   /proc/net/tcp{,6} in each container; connections between the cluster's own members (gossip,
   heartbeats, a driver inside the cluster) are not use.
 A probe that fails (a node down, a container restarting) reports nothing: it never stops a
-cluster by itself, it only leaves the clock running as it was."""
+cluster by itself, it only leaves the clock running as it was.
+
+The clusters are probed at once (IDLE_PROBE_THREADS), each within IDLE_PROBE_BUDGET_SECONDS: a
+tenant's slow or hung container costs its own cluster's budget, never another cluster's probe
+nor the pass beyond that (the pass runs on the `idle` queue, so beat's other passes never wait
+behind it). A probe over its budget reports nothing, as one that failed; its thread is left
+to end with its exec's timeout."""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
+from functools import partial
 
+from django.conf import settings
 from django.utils import timezone
 
 from apps import nodes
@@ -74,12 +85,17 @@ def app_count_argv(port: int) -> list[str]:
 
 
 def check_idle_clusters(now: datetime | None = None) -> dict[str, list[int]]:
-    """Probe, then warn or stop, every running cluster with an idle limit."""
+    """Probe (all at once, each within its budget), then warn or stop, every running cluster
+    with an idle limit."""
     done: dict[str, list[int]] = {"warned": [], "stopped": []}
-    for cluster in Cluster.objects.filter(state=Cluster.State.RUNNING):
-        if idle.limit_of(cluster) is None:
-            continue
-        seen = signals(cluster)
+    watched = [
+        cluster
+        for cluster in Cluster.objects.filter(state=Cluster.State.RUNNING)
+        if idle.limit_of(cluster) is not None
+    ]
+    found = probe_all(watched)
+    for cluster in watched:
+        seen = found[cluster.id]
         if seen:  # the first names it: a job before an application before a connection
             idle.record_use(cluster.id, seen[0], timezone.now())
         cluster.refresh_from_db()
@@ -117,17 +133,90 @@ def stop(cluster: Cluster, verdict: idle.Verdict) -> bool:
     return True
 
 
+def probe_all(clusters: list[Cluster]) -> dict[int, list[str]]:
+    """The signals of use of each cluster, seen now, in words: the database's here, the
+    nodes' in parallel, each cluster's within IDLE_PROBE_BUDGET_SECONDS."""
+    found: dict[int, list[str]] = {}
+    probes: dict[int, Callable[[], list[str]]] = {}
+    for cluster in clusters:
+        found[cluster.id] = _job_signals(cluster)
+        if not found[cluster.id]:  # a job is use enough: no need to ask its containers
+            probes[cluster.id] = partial(_probe_instances, *_placed(cluster))
+    budget, threads = settings.IDLE_PROBE_BUDGET_SECONDS, settings.IDLE_PROBE_THREADS
+    for cluster_id, seen in within_budget(probes, budget, threads).items():
+        if seen is None:
+            log.warning("idle probe of cluster %s failed or passed its %s s", cluster_id, budget)
+        found[cluster_id] += seen or []
+    return found
+
+
+def within_budget(
+    calls: dict[int, Callable[[], list[str]]], budget: float, threads: int
+) -> dict[int, list[str] | None]:
+    """Each call's result, the calls run `threads` at a time; None for one that raised or
+    ran past `budget` seconds from its own start (left running, never waited for), or that
+    could not start within the pass's own bound (a budget per round of `threads` calls). The
+    calls must not touch the database: a thread left behind would hold a connection."""
+    if not calls:
+        return {}
+    threads = max(1, min(threads, len(calls)))
+    started: dict[int, float] = {}
+    rounds = -(-len(calls) // threads)
+    last = time.monotonic() + budget * rounds
+
+    def timed(key: int) -> list[str]:
+        started[key] = time.monotonic()
+        return calls[key]()
+
+    results: dict[int, list[str] | None] = {}
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="idle-probe")
+    try:
+        pending: dict[int, Future] = {key: pool.submit(timed, key) for key in calls}
+        while pending:
+            now = time.monotonic()
+            ends = {k: min(started[k] + budget, last) if k in started else last for k in pending}
+            for key in [k for k, end in ends.items() if end <= now]:
+                pending.pop(key).cancel()
+                results[key] = None
+            if not pending:
+                break
+            timeout = max(0.01, min(ends[k] for k in pending) - now)
+            wait(pending.values(), timeout=timeout, return_when=FIRST_COMPLETED)
+            for key in [k for k, future in pending.items() if future.done()]:
+                future = pending.pop(key)
+                error = future.exception()
+                if error is not None:
+                    log.warning("idle probe of cluster %s failed: %s", key, error)
+                results[key] = None if error is not None else future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return results
+
+
 def signals(cluster: Cluster) -> list[str]:
-    """The signals of use seen now, in words."""
-    found = []
+    """The signals of use seen now, in words (one cluster, no budget)."""
+    return _job_signals(cluster) + _probe_instances(*_placed(cluster))
+
+
+def _job_signals(cluster: Cluster) -> list[str]:
     if Job.objects.filter(cluster=cluster, state__in=["queued", "running"]).exists():
-        found.append("a portal job running")
+        return ["a portal job running"]
+    return []
+
+
+def _placed(cluster: Cluster) -> tuple[list[Instance], set[str]]:
+    """The cluster's placed instances, with their nodes and addresses loaded (the probes run
+    in threads that never touch the database), and the members' addresses."""
     instances = list(
         Instance.objects.filter(cluster=cluster, active=True)
         .exclude(node=None)
         .select_related("node", "address")
     )
-    members = {i.address.ip for i in instances if i.address}
+    return instances, {i.address.ip for i in instances if i.address}
+
+
+def _probe_instances(instances: list[Instance], members: set[str]) -> list[str]:
+    found = []
     for instance in instances:
         try:
             found += _instance_signals(instance, members)

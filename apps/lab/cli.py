@@ -1,6 +1,6 @@
 """What `./platter run|test|lab|doctor|faults` does once the machine and the venv are ready.
 
-Everything this starts (Postgres, Redis, the lab, web, worker, beat) it stops again on exit,
+Everything this starts (Postgres, Redis, the lab, web, workers, beat) it stops again on exit,
 and only that: a server or lab that was already running is reused and left alone.
 """
 
@@ -12,10 +12,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from apps.lab import devservers, place
-from portal.queues import worker_command
+from portal.queues import DEV_WORKERS, worker_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 PYTHON = sys.executable
@@ -131,21 +132,17 @@ def run(stack: Stack) -> int:
     step("demo data")
     manage("seed_demo")
     manage("collectstatic", "--no-input", "-v", "0")
-    step("web (gunicorn), worker and beat")
+    step(f"web (gunicorn), workers ({', '.join(DEV_WORKERS)}) and beat")
     devservers.STATE_DIR.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.dev"}
     celery = [PYTHON, "-m", "celery", "-A", "portal"]
     schedule = str(devservers.STATE_DIR / "celerybeat-schedule")
     # Each in a process group of its own, so Ctrl-C reaches only this process, which stops
     # them in order: the web server (no new requests), beat (no new periodic tasks), then the
-    # worker, which finishes the tasks it holds.
+    # workers, which finish the tasks they hold.
     children = {"web": devservers.start_web(WEB_ADDRESS, env)}
-    children["worker"] = subprocess.Popen(
-        worker_command("platter", "-c", "4"),
-        cwd=BASE_DIR,
-        env=env,
-        start_new_session=True,
-    )
+    for name, command in worker_commands().items():
+        children[name] = subprocess.Popen(command, cwd=BASE_DIR, env=env, start_new_session=True)
     children["beat"] = subprocess.Popen(
         [*celery, "beat", "-l", "info", "-s", schedule],
         cwd=BASE_DIR,
@@ -176,8 +173,20 @@ def run(stack: Stack) -> int:
         return 0
     finally:
         with interrupts_ignored():
-            for name in ("web", "beat", "worker"):
-                devservers.stop_process(children[name])
+            for name in ("web", "beat"):
+                devservers.stop_process(children.pop(name))
+            # The workers all at once: each finishes the tasks it holds (up to 30 s).
+            with ThreadPoolExecutor(max_workers=len(children)) as pool:
+                list(pool.map(devservers.stop_process, children.values()))
+
+
+def worker_commands() -> dict[str, list[str]]:
+    """The Celery workers of `./platter run`, one per kind of work as in production
+    (portal/queues.py DEV_WORKERS): a user's jobs never hold a launch's or beat's slot."""
+    return {
+        f"worker-{name}": worker_command(f"platter-{name}", *options, queues=queues)
+        for name, (queues, options) in DEV_WORKERS.items()
+    }
 
 
 @contextlib.contextmanager

@@ -182,6 +182,10 @@ CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30
 CELERY_BEAT_SCHEDULE["resume-stalled"] = {"task": "platter.resume_stalled", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["warn-budgets"] = {"task": "platter.warn_budgets", "schedule": 300.0}
 CELERY_BEAT_SCHEDULE["stop-idle"] = {"task": "platter.stop_idle", "schedule": 60.0}
+# The idle pass probes clusters in parallel (IDLE_PROBE_THREADS at once); a cluster whose probes
+# take longer than IDLE_PROBE_BUDGET_SECONDS counts as seen unused this pass, and the pass goes on.
+IDLE_PROBE_BUDGET_SECONDS = envint("PLATTER_IDLE_PROBE_BUDGET_SECONDS", 30)
+IDLE_PROBE_THREADS = envint("PLATTER_IDLE_PROBE_THREADS", 16)
 # Idle stop (apps/clusters/idle.py): the owner is warned this long before (at most a fifth of
 # the cluster's limit).
 IDLE_WARN_MINUTES = envint("PLATTER_IDLE_WARN_MINUTES", 10)
@@ -464,6 +468,8 @@ _TIME_LIMITS = {
     "ssh_keys": envint("PLATTER_SSH_KEYS_TASK_TIME_LIMIT", 1800),
     # A job's worker kills it at JOB_MAX_SECONDS (24 h by default) and ends it; this is later.
     "jobs": envint("PLATTER_JOB_TASK_TIME_LIMIT", 24 * 3600 + 600),
+    # A pass probes clusters at once, each within IDLE_PROBE_BUDGET_SECONDS (below).
+    "idle": envint("PLATTER_IDLE_TASK_TIME_LIMIT", 300),
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {"time_limit": _TIME_LIMITS[queue]} for name, queue in TASK_QUEUES.items()

@@ -1,6 +1,8 @@
 """Idle stop on the node fake: the rules of apps/clusters/idle.py and the probes of
 workers/idle.py (connections read from /proc/net/tcp, applications, portal jobs)."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -12,7 +14,7 @@ from apps.clusters.models import Cluster, IdlePolicy, Instance
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
 from apps.clusters.transitions import transition
-from apps.nodes.fake import FakeContainer, FakeNodes
+from apps.nodes.fake import FakeContainer, FakeNodeClient, FakeNodes
 from workers import idle
 
 pytestmark = pytest.mark.django_db
@@ -198,3 +200,40 @@ def test_the_application_probes_count_what_is_use(json_server):
     ]
     env = {"PLATTER_WEB_UI_ROOT": "/clusters/7/ui", "PLATTER_HOSTNAME": "notebook-0"}
     assert run_probe(8888, port, **env) == 1
+
+
+def test_a_hung_container_costs_only_its_own_clusters_budget(running, alice, settings, monkeypatch):
+    """A tenant's container whose execs never answer: the other cluster's probe still sees its
+    ssh session, and the pass ends within the budget, not with the hung exec."""
+    settings.IDLE_PROBE_BUDGET_SECONDS = 1
+    hung = make_cluster(alice, wants(1, cores=1, memory_mb=64, disks=1))
+    reserve(hung.id)
+    transition(hung.id, S.PLACING, S.CONFIGURING)
+    transition(hung.id, S.CONFIGURING, S.RUNNING)
+    Instance.objects.filter(cluster=hung).update(container_id=f"hung-{hung.id}")
+    for cluster in (running, hung):
+        rules.set_limit(cluster.id, 30)
+        aged(cluster, 25)
+    released = threading.Event()
+    answer = FakeNodeClient.exec
+
+    def exec_hanging(self, container: str, argv: list[str], timeout: float):
+        if container.startswith("hung-"):
+            released.wait(60)  # far beyond the budget: as a container that never answers
+        return answer(self, container, argv, timeout)
+
+    monkeypatch.setattr(FakeNodeClient, "exec", exec_hanging)
+    try:
+        with FakeNodes() as nodes:
+            for cluster in (running, hung):
+                containers_of(cluster, nodes)
+            nodes.exec_results["cat"] = (0, member_table(running))
+            began = time.monotonic()
+            done = idle.check_idle_clusters()
+            took = time.monotonic() - began
+    finally:
+        released.set()
+    assert took < 1 + 3, f"the pass waited {took:.1f} s on the hung container"
+    assert Cluster.objects.get(id=running.id).active_signal.startswith("10.1.2.3 connected to ")
+    # The hung one saw nothing: its clock runs on as if a probe had failed.
+    assert done == {"warned": [hung.id], "stopped": []}

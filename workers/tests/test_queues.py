@@ -18,7 +18,16 @@ from apps.clusters.models import Cluster
 from apps.clusters.tests.waiting import wait_for
 from apps.inventory.models import Disk, Node
 from portal.celery import app
-from portal.queues import ALL_QUEUES, CLUSTERS, NODES, PERIODIC, SSH_KEYS, TASK_QUEUES
+from portal.queues import (
+    ALL_QUEUES,
+    CLUSTERS,
+    IDLE,
+    JOBS,
+    NODES,
+    PERIODIC,
+    SSH_KEYS,
+    TASK_QUEUES,
+)
 from workers import tasks
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -44,11 +53,19 @@ def test_every_platter_task_goes_to_a_queue_the_workers_consume():
     assert queue_of("platter.bench_disks") == NODES
     # Key changes wait in a queue of their own, never in front of a launch.
     assert queue_of("platter.sync_ssh_keys") == SSH_KEYS != CLUSTERS
+    # Users' jobs and the probes of their containers, each in a queue of their own too.
+    assert queue_of("platter.run_job") == queue_of("platter.follow_job") == JOBS
+    assert queue_of("platter.stop_idle") == IDLE
+    assert queue_of("platter.admit_jobs") == PERIODIC
 
 
 def test_beat_work_is_periodic_expires_and_everything_routed_has_a_time_limit():
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
-        assert queue_of(entry["task"]) == PERIODIC
+        # The idle probes exec into tenants' containers: a queue of their own, so a slow one
+        # never holds the slots of reconcile, leases, admission or adoption.
+        assert queue_of(entry["task"]) == (
+            IDLE if entry["task"] == "platter.stop_idle" else PERIODIC
+        )
         assert entry["options"]["expires"] == entry["schedule"]
     for name in settings.CELERY_TASK_ROUTES:
         assert app.tasks[name].time_limit, f"{name} may run forever"

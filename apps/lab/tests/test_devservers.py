@@ -212,3 +212,32 @@ def test_run_serves_with_gunicorn_and_ctrl_c_then_lab_down_leave_nothing(scratch
     assert processes_with(mark) == []
     assert [port for port in ports if devservers.port_open("127.0.0.1", port)] == []
     assert machine_holds(spec) == []
+
+
+def test_run_starts_a_worker_per_kind_of_work_so_jobs_never_hold_a_launchs_slot():
+    """`./platter run` splits the queues as production does (deploy/systemd): every queue
+    consumed by exactly one of its workers; users' jobs and the idle probes each alone, never
+    beside launches, destroys or beat's housekeeping."""
+    from apps.lab.cli import worker_commands
+    from portal.queues import ALL_QUEUES, CLUSTERS, IDLE, JOBS, PERIODIC
+
+    def option(argv: list[str], flag: str, default: str = "") -> str:
+        return argv[argv.index(flag) + 1] if flag in argv else default
+
+    workers = worker_commands()
+    queues = {name: option(argv, "-Q").split(",") for name, argv in workers.items()}
+    consumed = [queue for names in queues.values() for queue in names]
+    assert sorted(consumed) == sorted(ALL_QUEUES)
+    alone = {queue: names for names in queues.values() for queue in names if len(names) == 1}
+    assert JOBS in alone and IDLE in alone and PERIODIC in alone
+    assert CLUSTERS not in alone  # with nodes and ssh_keys: short node work a user waits for
+    names = [option(argv, "-n") for argv in workers.values()]
+    assert len(set(names)) == len(names), "each worker a node name of its own"
+    processes = 0
+    for name, argv in workers.items():
+        assert argv[1:6] == ["-m", "celery", "-A", "portal", "worker"]
+        pool = option(argv, "-P", "prefork")
+        if CLUSTERS in queues[name] or PERIODIC in queues[name]:
+            assert pool == "prefork"  # the pool that enforces the tasks' hard time limits
+        processes += 1 + (int(option(argv, "-c")) if pool == "prefork" else 0)
+    assert processes <= 10, "a development machine's memory: few processes in all"
