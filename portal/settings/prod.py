@@ -8,6 +8,7 @@ WARNING`` when SECRET_KEY and ALLOWED_HOSTS are set.
 
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.cookies import host_only_name
 from portal.env import envbool, envint
 
 from .base import *  # noqa: F403
@@ -42,9 +43,12 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
-# __Host-: the browser takes it only host-only, Secure and for "/", so a page on a sibling UI
-# host (the same site) cannot plant one for another cluster's host.
-UI_COOKIE_NAME = "__Host-platter-ui"
+# __Host- names, as the cookies are Secure (portal.cookies says why): the browser takes them
+# only host-only, Secure and for "/", so a tenant's page on a UI host (the same site) can
+# neither plant a session or CSRF token for the portal nor a cookie for another cluster's host.
+SESSION_COOKIE_NAME = host_only_name("sessionid", SESSION_COOKIE_SECURE)
+CSRF_COOKIE_NAME = host_only_name("csrftoken", CSRF_COOKIE_SECURE)
+UI_COOKIE_NAME = host_only_name("platter-ui", SESSION_COOKIE_SECURE)
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"

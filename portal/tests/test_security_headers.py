@@ -62,15 +62,15 @@ def test_plain_http_is_sent_to_https(server):
     assert httpx.get(f"{server.url}/healthz").status_code in (200, 503)
 
 
-def test_signing_in_sets_secure_http_only_cookies(server, alice):
+def sign_in(server, alice) -> tuple[httpx.Response, httpx.Response]:
+    """(the sign-in form, the answer to posting it) for alice, over HTTPS."""
     # Test settings hash with MD5 for speed; production verifies with its own hashers.
     hasher = PBKDF2PasswordHasher()
     alice.password = hasher.encode("alice-pass-123", hasher.salt())
     alice.save()
     origin = server.url.replace("http://", "https://")
     form = httpx.get(f"{server.url}/accounts/login/", headers=HTTPS)
-    csrf = cookies_of(form)["csrftoken"]
-    assert "secure" in csrf["flags"] and csrf["samesite"] == "Lax"
+    csrf = cookies_of(form)["__Host-csrftoken"]
     token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.content).group(1)
     signed_in = httpx.post(
         f"{server.url}/accounts/login/",
@@ -79,13 +79,49 @@ def test_signing_in_sets_secure_http_only_cookies(server, alice):
             "password": "alice-pass-123",
             "csrfmiddlewaretoken": token.decode(),
         },
-        headers={**HTTPS, "Origin": origin, "Cookie": f"csrftoken={csrf['value']}"},
+        headers={**HTTPS, "Origin": origin, "Cookie": f"__Host-csrftoken={csrf['value']}"},
     )
     assert signed_in.status_code == 302, signed_in.text
-    session = cookies_of(signed_in)["sessionid"]
-    assert {"secure", "httponly"} <= session["flags"]
-    assert session["samesite"] == "Lax"
+    return form, signed_in
+
+
+def test_signing_in_sets_secure_http_only_host_only_cookies(server, alice):
+    form, signed_in = sign_in(server, alice)
+    # __Host- names: browsers take them only Secure, for "/" and without a Domain.
+    csrf = cookies_of(form)["__Host-csrftoken"]
+    session = cookies_of(signed_in)["__Host-sessionid"]
+    for cookie in (csrf, session):
+        assert "secure" in cookie["flags"] and cookie["samesite"] == "Lax"
+        assert cookie["path"] == "/" and cookie["domain"] == ""
+    assert "httponly" in session["flags"]
     assert int(session["max-age"]) == settings.SESSION_COOKIE_AGE
     # The cookie is a working session, and the page the browser lands on says so.
-    home = httpx.get(f"{server.url}/", headers={**HTTPS, "Cookie": f"sessionid={session['value']}"})
+    home = httpx.get(
+        f"{server.url}/", headers={**HTTPS, "Cookie": f"__Host-sessionid={session['value']}"}
+    )
     assert "Signed in as <strong>alice</strong>" in home.text
+
+
+def test_cookies_a_sibling_host_plants_under_the_plain_names_count_for_nothing(server, alice):
+    # A tenant's page on a UI host (cN.<UI_DOMAIN>, the same site as the portal) can set a
+    # cookie for a parent domain under any name but a __Host- one. Planted as "sessionid", a
+    # session of the attacker's choosing (here a real one) signs no one in...
+    session = cookies_of(sign_in(server, alice)[1])["__Host-sessionid"]["value"]
+    planted = httpx.get(f"{server.url}/", headers={**HTTPS, "Cookie": f"sessionid={session}"})
+    assert "Signed in as" not in planted.text
+    # ...and a CSRF token the attacker chose, planted as "csrftoken" and sent with a form
+    # carrying the same token, passes no CSRF check.
+    origin = server.url.replace("http://", "https://")
+    chosen = "a" * 32
+
+    def post_with(cookie: str) -> httpx.Response:
+        return httpx.post(
+            f"{server.url}/accounts/logout/",
+            data={"csrfmiddlewaretoken": chosen},
+            headers={**HTTPS, "Origin": origin, "Cookie": f"{cookie}={chosen}"},
+        )
+
+    assert post_with("csrftoken").status_code == 403
+    # Only the portal's own Secure, host-only cookie carries a token (the browser enforces
+    # the prefix; this shows the token is read from nowhere else).
+    assert post_with("__Host-csrftoken").status_code == 302

@@ -76,7 +76,7 @@ def test_production_error_pages_and_logs_show_no_secret(prod_server_factory):
     # A server whose database is down: pages that need it fail with a 500.
     broken = prod_server_factory(database_port=free_port())
     answers = [
-        httpx.get(f"{broken.url}/", headers={**https, "Cookie": "sessionid=" + "a" * 32}),
+        httpx.get(f"{broken.url}/", headers={**https, "Cookie": "__Host-sessionid=" + "a" * 32}),
         httpx.get(f"{broken.url}/healthz"),
     ]
     assert [a.status_code for a in answers] == [500, 503]
