@@ -71,7 +71,9 @@ port, path, key, field, value, negate = sys.argv[1:7]
 root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
 host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
 path = path.replace("{root}", root).replace("{host}", host)
-d = json.load(u.urlopen("http://127.0.0.1:" + port + path, timeout=5))
+token = os.environ.get("PLATTER_UI_TOKEN", "")  # the notebook's: JupyterLab needs it
+auth = {"Authorization": "token " + token} if token else {}
+d = json.load(u.urlopen(u.Request("http://127.0.0.1:" + port + path, headers=auth), timeout=5))
 for k in filter(None, key.split(".")):
     d = (d or {}).get(k) or []
 print(sum(1 for i in d if not field or str(i.get(field, "")).startswith(value) != (negate == "1")))

@@ -78,13 +78,17 @@ def reconcile(grace_seconds: int | None = None) -> dict:
 
 
 # JupyterLab's /api/status under its base URL, asked inside its container as the idle probe
-# asks for its kernels (workers/idle.py); prints the marker only when it answers.
+# asks for its kernels (workers/idle.py), with the cluster's UI token the container was given
+# (JupyterLab answers nothing without it); prints the marker only when it answers.
 NOTEBOOK_READY = "jupyterlab-ready"
 NOTEBOOK_STATUS = f"""import os, socket, urllib.request as u
 root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
 host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
-u.urlopen("http://127.0.0.1:{notebook.PORT}%s/%s/{notebook.PORT}/api/status" % (root, host),
-          timeout=5).read()
+token = os.environ.get("PLATTER_UI_TOKEN", "")
+u.urlopen(u.Request(
+    "http://127.0.0.1:{notebook.PORT}%s/%s/{notebook.PORT}/api/status" % (root, host),
+    headers={{"Authorization": "token " + token}} if token else {{}},
+), timeout=5).read()
 print("{NOTEBOOK_READY}")
 """
 NOTEBOOK_PROBE_SECONDS = 10

@@ -47,7 +47,10 @@ JSON shapes of the ProductVersion fields
 ``ports`` -- endpoints to publish: ``[{"role": "master", "port": 9870, "name": "HDFS web UI",
 "protocol": "tcp", "scheme": "http", "ui": true}]`` (``protocol`` defaults to tcp, ``scheme``
 optional; ``ui``: a web UI the portal serves to the cluster's owner through its proxy, apps/proxy;
-``prefixed``: that UI serves itself under the portal's path of it, as JupyterLab's base_url).
+``prefixed``: that UI serves itself under the portal's path of it, as JupyterLab's base_url;
+``token``: that UI requires the cluster's UI token, which only the proxy sends upstream).
+``allows``: what a source that reaches the port directly (one the owner allows) can do with
+it, one line shown on the version's page, e.g. "submits applications; no authentication".
 ``connect``: connection strings shown to users, e.g. ``["spark://{{address}}:7077"]``; their
 placeholders (addresses, credentials) are listed in ``apps.clusters.connection``.
 

@@ -211,6 +211,18 @@ class OptionsSchema(Strict):
         return [(section, getattr(self, section)) for section in SECTIONS]
 
 
+ALLOWS_MAX_LENGTH = 240
+
+
+def _one_line(value: str) -> str:
+    if not value.strip() or value.splitlines() != [value] or len(value) > ALLOWS_MAX_LENGTH:
+        raise _problem(
+            f"must say in one line of at most {ALLOWS_MAX_LENGTH} characters what a source "
+            f"that reaches the port can do, got {brief(value)}"
+        )
+    return value
+
+
 class Port(Strict):
     role: str
     port: Annotated[int, Field(ge=1, le=65535)]
@@ -221,7 +233,15 @@ class Port(Strict):
     # The UI serves itself under the portal's path of it (Jupyter's base_url): the proxy
     # forwards the whole path, not the part after that prefix.
     prefixed: bool = False
+    # The UI requires the cluster's UI token (JupyterLab's): its instances are given it
+    # (PLATTER_UI_TOKEN) and the proxy adds it to every request upstream, "Authorization:
+    # token <t>"; a UI port only.
+    token: bool = False
     connect: list[Text] = []  # connection string templates (apps.clusters.connection)
+    # What a source that reaches the port directly (one the owner allows) can do with it,
+    # in words, shown on the version's page: "submits applications, no authentication".
+    # Optional so definitions saved before it still read; the shipped catalog has one each.
+    allows: Annotated[str, AfterValidator(_one_line)] | None = None
 
 
 class ConfigureStep(Strict):
@@ -397,6 +417,9 @@ def _check(parsed: dict[str, Any], fields: dict[str, Any]) -> list[Problem]:
                 role = item.get("role") if isinstance(item, dict) else None
                 if isinstance(role, str) and role not in role_names:
                     out.append(Problem((section, n, "role"), f"no role named {role!r}"))
+    for n, port in enumerate(parsed.get("ports") or []):
+        if port.token and not port.ui:
+            out.append(Problem(("ports", n, "token"), 'only a web UI ("ui": true) takes a token'))
     _check_placeholders(parsed, fields, out)
     return out
 

@@ -39,8 +39,12 @@ def credential_environment(cluster: Cluster, instance: Instance) -> dict[str, st
 def web_ui_environment(cluster: Cluster, instance: Instance) -> dict[str, str]:
     """PLATTER_WEB_UI_ROOT: the path the portal serves this cluster's UIs under (the same on
     the portal and on the cluster's UI host); a UI at <root>/<hostname>/<port>/ can write its
-    links under it (Spark's reverse proxy URL)."""
-    return {"PLATTER_WEB_UI_ROOT": web_ui.cluster_root_path(cluster.id)}
+    links under it (Spark's reverse proxy URL). PLATTER_UI_TOKEN for an instance serving a UI
+    that requires it (JupyterLab), and for no other: the proxy sends it upstream."""
+    found = {"PLATTER_WEB_UI_ROOT": web_ui.cluster_root_path(cluster.id)}
+    if instance.role in web_ui.token_roles(cluster):
+        found.update(credentials.ui_token_environment(credentials.ensure_credentials(cluster)))
+    return found
 
 
 SSH_KEYS_VARIABLE = "PLATTER_SSH_AUTHORIZED_KEYS"

@@ -4,10 +4,13 @@ environment variables, shown only to its owner and staff.
 Products read them from the environment at start (deploy/images/*/start scripts):
 ``PLATTER_AUTH_USER`` and ``PLATTER_AUTH_PASSWORD`` are the owner's login (Cassandra role,
 MongoDB user), ``PLATTER_AUTH_SECRET`` is shared by the cluster's own daemons (Spark's
-``spark.authenticate.secret``, MongoDB's replica set key file).
+``spark.authenticate.secret``, MongoDB's replica set key file). ``PLATTER_UI_TOKEN`` is the
+token a web UI that authenticates requires (JupyterLab's), given only to the instances serving
+such a UI (access.web_ui_environment): the portal's proxy adds it to every request upstream,
+and it is never shown to anyone, the owner included.
 
 A cluster that reuses a destroyed cluster's data gets that cluster's credentials back: the
-product's own user tables live on those disks.
+product's own user tables live on those disks. Its UI token is new: no disk keeps it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from .models import Cluster, ClusterCredentials
 ENV_USER = "PLATTER_AUTH_USER"
 ENV_PASSWORD = "PLATTER_AUTH_PASSWORD"  # noqa: S105 (a variable name)
 ENV_SECRET = "PLATTER_AUTH_SECRET"  # noqa: S105 (a variable name)
+ENV_UI_TOKEN = "PLATTER_UI_TOKEN"  # noqa: S105 (a variable name)
 # Names products keep for themselves (Cassandra's default superuser, MongoDB's built-ins).
 RESERVED_USERNAMES = frozenset({"cassandra", "admin", "root", "system", "local", "config"})
 MASK = "********"
@@ -42,6 +46,7 @@ def _fresh(cluster: Cluster) -> dict[str, str]:
         "username": username_for(cluster.owner.get_username()),
         "password": secrets.token_urlsafe(24),
         "secret": secrets.token_hex(32),
+        "ui_token": secrets.token_hex(32),
     }
 
 
@@ -52,7 +57,12 @@ def _inherited(cluster: Cluster) -> dict[str, str] | None:
     while origin is not None and origin.id not in seen:
         found = ClusterCredentials.objects.filter(cluster=origin).first()
         if found is not None:
-            return {"username": found.username, "password": found.password, "secret": found.secret}
+            return {
+                "username": found.username,
+                "password": found.password,
+                "secret": found.secret,
+                "ui_token": secrets.token_hex(32),
+            }
         seen.add(origin.id)
         origin = origin.reuse_data_of
     return None
@@ -93,12 +103,17 @@ def environment(found: ClusterCredentials) -> dict[str, str]:
     return {ENV_USER: found.username, ENV_PASSWORD: found.password, ENV_SECRET: found.secret}
 
 
+def ui_token_environment(found: ClusterCredentials) -> dict[str, str]:
+    """PLATTER_UI_TOKEN, for an instance serving a UI that requires it (and its probes)."""
+    return {ENV_UI_TOKEN: found.ui_token} if found.ui_token else {}
+
+
 def redact(text: str, found: ClusterCredentials | None) -> str:
-    """``text`` with the cluster's password and secret masked, for anything quoting a
-    product's output (a configure step's last lines, a container's log)."""
+    """``text`` with the cluster's password, secret and UI token masked, for anything quoting
+    a product's output (a configure step's last lines, a container's log)."""
     if found is None:
         return text
-    for value in (found.password, found.secret):
+    for value in (found.password, found.secret, found.ui_token):
         if value:
             text = text.replace(value, MASK)
     return text

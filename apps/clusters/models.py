@@ -260,6 +260,9 @@ class ClusterCredentials(models.Model):
     password = models.CharField(max_length=128)
     # Shared by the cluster's own daemons (Spark's authenticate secret, MongoDB's key file).
     secret = models.CharField(max_length=128)
+    # The token a web UI that authenticates (JupyterLab) requires; only the portal's proxy
+    # sends it (apps/proxy), never the owner: no page, API or event shows it.
+    ui_token = models.CharField(max_length=128, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

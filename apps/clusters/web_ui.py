@@ -18,6 +18,11 @@ def ui_ports(cluster: Cluster) -> list[dict]:
     return [p for p in cluster.definition.ports or [] if p.get("ui") is True]
 
 
+def token_roles(cluster: Cluster) -> set[str]:
+    """The roles serving a UI that requires the cluster's UI token (the port's "token")."""
+    return {p["role"] for p in ui_ports(cluster) if p.get("token") is True}
+
+
 def live_instances(cluster: Cluster) -> list[Instance]:
     return list(
         cluster.instances.filter(active=True, address__isnull=False)

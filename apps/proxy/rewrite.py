@@ -59,6 +59,38 @@ class LinkRewriter:
             yield out
 
 
+def without(data: str, secret: str) -> str:
+    """``data`` with every ``secret`` cut out, again until none is left (cutting one out may
+    join the halves of another around it)."""
+    while secret and secret in data:
+        data = data.replace(secret, "")
+    return data
+
+
+class Scrubber:
+    """Masks a secret in a body chunk by chunk, each occurrence replaced by as many "*" (the
+    body keeps its length, and a mask never joins two halves: the secret holds no "*"); each
+    chunk goes out as soon as no occurrence can still span it, len(secret) - 1 bytes held
+    back. An empty secret passes everything as it comes."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret.encode()
+        self.mask = b"*" * len(self.secret)
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        if not self.secret:
+            return chunk
+        buffer = (self._buffer + chunk).replace(self.secret, self.mask)
+        cut = max(0, len(buffer) - len(self.secret) + 1)
+        out, self._buffer = buffer[:cut], buffer[cut:]
+        return out
+
+    def flush(self) -> bytes:
+        out, self._buffer = self._buffer, b""
+        return out
+
+
 # Characters browsers drop or read as "/" in a URL: a Location holding any of them could
 # leave the origin in a way urlsplit() does not see ("\\evil.example/x", "/\t/evil").
 UNSAFE_IN_LOCATION = re.compile(r"[\x00-\x20\x7f\\]")

@@ -4,22 +4,28 @@ A UI is a port the catalog version declares with "ui": true, on an instance of t
 role (apps/clusters/web_ui.py). Anything else (another port, a hostname that is no member, a
 released instance) is unknown, so the view answers 404 exactly as for a cluster the user may
 not see.
+
+A UI that authenticates (the port's "token": JupyterLab) gets the cluster's UI token on every
+request, ``Authorization: token <t>``, from the proxy alone: a browser's own Authorization or
+``token`` parameter never passes, and the token is cut out of whatever the UI answers
+(headers and bodies), so it never reaches a browser, the owner's included.
 """
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from urllib.parse import quote
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, quote, urlencode
 
 import httpx
 from django.http import HttpRequest, StreamingHttpResponse
 
+from apps.clusters.credentials import credentials_of
 from apps.clusters.models import Cluster
 from apps.clusters.web_ui import cluster_root_path, live_instances, ui_ports
 from portal import streams
 
 from . import headers, origins, transport
-from .rewrite import LinkRewriter, link_pattern, rewrite_location
+from .rewrite import LinkRewriter, Scrubber, link_pattern, rewrite_location, without
 from .transport import UpstreamError
 
 log = logging.getLogger(__name__)
@@ -55,6 +61,7 @@ class Target:
     address: str
     members: dict[str, str]  # hostnames and addresses (lower case) -> hostname
     prefixed: bool = False  # the UI serves itself under `prefix` (the port's "prefixed")
+    token: str = field(default="", repr=False)  # the cluster's UI token, for a UI requiring it
 
     @property
     def prefix(self) -> str:
@@ -76,9 +83,32 @@ def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:
                 members[member.hostname.lower()] = member.hostname
                 if member.address is not None:
                     members[member.address.ip] = member.hostname
-            prefixed = any(p.get("prefixed") for p in ports if p["role"] == instance.role)
-            return Target(cluster.id, hostname, port, instance.address.ip, members, prefixed)
+            mine = [p for p in ports if p["role"] == instance.role]
+            prefixed = any(p.get("prefixed") for p in mine)
+            token = _ui_token(cluster) if any(p.get("token") is True for p in mine) else ""
+            return Target(cluster.id, hostname, port, instance.address.ip, members, prefixed, token)
     return None
+
+
+def _ui_token(cluster: Cluster) -> str:
+    """The cluster's UI token; "" before its first placement (its UI refuses then, as it
+    does not start without one)."""
+    found = credentials_of(cluster)
+    return found.ui_token if found is not None else ""
+
+
+def upstream_headers(target: Target) -> dict[str, str]:
+    """What the proxy adds to every request to the UI (HTTP and websocket)."""
+    return {"Authorization": f"token {target.token}"} if target.token else {}
+
+
+def upstream_query(target: Target, query: str) -> str:
+    """The browser's query, without a ``token`` parameter for a UI that takes the portal's:
+    Jupyter reads that parameter before the header, so a browser's could only stand in."""
+    if not target.token or "token" not in query:
+        return query
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "token"]
+    return urlencode(kept)
 
 
 def upstream_url(target: Target, path: str, query: str) -> str:
@@ -86,13 +116,16 @@ def upstream_url(target: Target, path: str, query: str) -> str:
         path = f"{target.prefix.lstrip('/')}/{path}"
     # Django hands the path decoded: quote it again, keeping what is legal in a path.
     url = f"http://{target.address}:{target.port}/{quote(path, safe=PATH_SAFE)}"
+    query = upstream_query(target, query)
     return f"{url}?{query}" if query else url
 
 
-def request_headers(request: HttpRequest) -> dict[str, str]:
+def request_headers(request: HttpRequest, target: Target | None = None) -> dict[str, str]:
     headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_REQUEST_HEADERS}
     # Plain bodies: the rewriter reads HTML and CSS as bytes, and nothing is decoded twice.
     headers["Accept-Encoding"] = "identity"
+    if target is not None:
+        headers.update(upstream_headers(target))
     return headers
 
 
@@ -115,7 +148,7 @@ def forward(
     exchange = transport.Exchange(
         request.method or "GET",
         upstream_url(target, path, request.META.get("QUERY_STRING", "")),
-        request_headers(request),
+        request_headers(request, target),
         request.body,
         f"{target.hostname}:{target.port}",
     )
@@ -163,7 +196,7 @@ def _response(
         sandbox=sandbox,
         location=location,
     ):
-        response.headers[name] = value
+        response.headers[name] = without(value, target.token)
     return response
 
 
@@ -178,20 +211,26 @@ async def _body(
     """The body as it comes, each socket read at most 64 KiB (httpcore's read size; asking
     httpx for a chunk size would hold bytes back until it fills), links rewritten in HTML and CSS;
     the upstream connection is closed when it ends, the client leaves or the deadline
-    passes."""
+    passes. The UI token is masked in it (JupyterLab's page writes it into its config; the
+    browser's "*" then comes back as a token parameter, which upstream_query drops)."""
     try:
         if _rewriting(upstream):
             rewriter = LinkRewriter(
                 link_pattern(cluster_root_path(target.cluster_id)), target.prefix
             )
+            scrub = Scrubber(target.token)
             async for chunk in upstream.aiter_bytes():
-                if out := rewriter.feed(chunk):
+                if out := scrub.feed(rewriter.feed(chunk)):
                     yield out
-            if out := rewriter.flush():
+            if out := scrub.feed(rewriter.flush()) + scrub.flush():
                 yield out
         else:
+            scrub = Scrubber(target.token)
             async for chunk in upstream.aiter_raw():
-                yield chunk
+                if out := scrub.feed(chunk):
+                    yield out
+            if out := scrub.flush():
+                yield out
     except httpx.HTTPError as error:
         # Headers are sent already: the browser sees a cut-off body, the log says why.
         log.warning(

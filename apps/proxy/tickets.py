@@ -132,6 +132,20 @@ def grant_of(request: HttpRequest, host: str, cluster_id: int) -> Grant | None:
     return Grant(user, cluster_id, data["p"])
 
 
+def user_check(user: AbstractBaseUser) -> str:
+    """What a grant remembers of its user, so a long connection can tell later that they
+    changed their password (or were signed out everywhere) since."""
+    return _user_check(user)
+
+
+def still_granted(user_id: int, check: str) -> AbstractBaseUser | None:
+    """The user a grant was made for, while they are active and their check is unchanged."""
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is None or not constant_time_compare(check, _user_check(user)):
+        return None
+    return user
+
+
 def portal_of(request: HttpRequest, host: str, cluster_id: int) -> str:
     """The portal origin a genuine cookie for this host names, fresh or expired; "" if none.
     A browser whose cookie ran out goes back there for a new one."""

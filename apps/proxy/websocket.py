@@ -10,7 +10,15 @@ Refusals are HTTP answers (404, 403, 429, 502) where the server offers the ASGI
 
 An accepted connection holds one of the user's stream slots (portal/streams.py) and relays
 messages both ways, each at most PROXY_WS_MAX_MESSAGE_BYTES (close 1009 past it), until
-either side closes or no message passed for PROXY_WS_IDLE_SECONDS (close 1001).
+either side closes or no message passed for PROXY_WS_IDLE_SECONDS (close 1001). Every
+PROXY_WS_RECHECK_SECONDS it asks the database again whether the user may still use it (still
+active, same password, the cluster still theirs or they still staff, not being destroyed, the
+UI still there): close 4403 with the reason when not; and it ends at PROXY_WS_MAX_LIFE_SECONDS
+whatever happens (close 1001). The checks run in a thread and give their database connection
+back each time: none is held while the line waits.
+
+A UI that takes the cluster's UI token (JupyterLab) gets it on the upstream handshake
+(services.upstream_headers), and it is cut out of every message the UI sends back.
 """
 
 import asyncio
@@ -22,7 +30,7 @@ from typing import Any
 import websockets
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.http.cookie import parse_cookie
 from django.http.request import split_domain_port, validate_host
 from websockets.asyncio.client import ClientConnection
@@ -32,6 +40,7 @@ from apps.clusters.models import Cluster
 from portal import streams
 
 from . import origins, services, tickets
+from .rewrite import without
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,7 @@ class Refused(Exception):
 class Access:
     user_id: int
     target: services.Target
+    user_check: str = ""  # tickets.user_check of the user when the connection opened
 
 
 class _Cookies:
@@ -72,7 +82,7 @@ async def application(scope: Scope, receive, send) -> None:
             upstream = await _open_upstream(access.target, scope, subprotocols)
             try:
                 await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-                await _relay(receive, send, upstream, access.target)
+                await _relay(receive, send, upstream, access)
             finally:
                 await upstream.close()
     except streams.TooManyStreams as error:
@@ -117,9 +127,34 @@ def _authorize(cookie: str, host: str, cluster_id: int, hostname: str, port: int
         target = services.find_target(found, hostname, port) if found is not None else None
         if target is None:
             raise Refused(404, "no such web UI")
-        return Access(grant.user.pk, target)
+        return Access(grant.user.pk, target, tickets.user_check(grant.user))
     finally:
         close_old_connections()
+
+
+def access_lost(access: Access) -> str | None:
+    """Why the connection's user may no longer use it (the close reason), or None while
+    they may. Leaves no database connection open behind it."""
+    close_old_connections()
+    try:
+        user = tickets.still_granted(access.user_id, access.user_check)
+        if user is None:
+            return "signed out: open the web UI again from its cluster page"
+        target = access.target
+        cluster = (
+            Cluster.objects.visible_to(user)
+            .select_related("version")
+            .exclude(state__in=(Cluster.State.DESTROYING, Cluster.State.DESTROYED))
+            .filter(id=target.cluster_id)
+            .first()
+        )
+        if cluster is None:
+            return "no access to this cluster any more"
+        if services.find_target(cluster, target.hostname, target.port) is None:
+            return "this web UI is gone"
+        return None
+    finally:
+        connections.close_all()  # nothing held until the next check
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -152,15 +187,19 @@ async def _open_upstream(
             compression=None,
             proxy=None,  # the portal's HTTP(S)_PROXY never sees cluster traffic
             user_agent_header=None,
+            additional_headers=services.upstream_headers(target),
+            # From the portal's own address on the member's network (the perimeter's rule).
         )
     except (OSError, TimeoutError, websockets.InvalidHandshake) as error:
         raise Refused(502, f"{where} did not take the websocket: {type(error).__name__}") from None
 
 
-async def _relay(receive, send, upstream: ClientConnection, target: services.Target) -> None:
-    """Messages both ways until a side closes, a message is too big or the line is idle."""
+async def _relay(receive, send, upstream: ClientConnection, access: Access) -> None:
+    """Messages both ways until a side closes, a message is too big, the line is idle, the
+    user lost access or the connection reached its maximum life."""
+    target = access.target
     loop = asyncio.get_running_loop()
-    last = loop.time()
+    last = started = loop.time()
     limit = settings.PROXY_WS_MAX_MESSAGE_BYTES
     ending: dict[str, Any] = {"code": 1000, "reason": ""}
 
@@ -185,6 +224,7 @@ async def _relay(receive, send, upstream: ClientConnection, target: services.Tar
         nonlocal last
         try:
             async for data in upstream:
+                data = _scrubbed(data, target.token)
                 key = "text" if isinstance(data, str) else "bytes"
                 await send({"type": "websocket.send", key: data})
                 last = loop.time()
@@ -201,7 +241,21 @@ async def _relay(receive, send, upstream: ClientConnection, target: services.Tar
         ending.update(code=1001, reason="idle")
         log.info("websocket to %s:%s idle: closed", target.hostname, target.port)
 
-    tasks = [asyncio.create_task(job()) for job in (from_browser, from_upstream, idle)]
+    async def still_allowed() -> None:
+        end = started + settings.PROXY_WS_MAX_LIFE_SECONDS
+        while (left := end - loop.time()) > 0:
+            await asyncio.sleep(min(settings.PROXY_WS_RECHECK_SECONDS, left))
+            if loop.time() >= end:
+                break
+            if lost := await sync_to_async(access_lost)(access):
+                ending.update(code=4403, reason=lost)
+                log.info("websocket to %s:%s: %s", target.hostname, target.port, lost)
+                return
+        ending.update(code=1001, reason="maximum life reached: reconnect")
+        log.info("websocket to %s:%s at its maximum life: closed", target.hostname, target.port)
+
+    jobs = (from_browser, from_upstream, idle, still_allowed)
+    tasks = [asyncio.create_task(job()) for job in jobs]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -210,6 +264,18 @@ async def _relay(receive, send, upstream: ClientConnection, target: services.Tar
         await asyncio.gather(*tasks, return_exceptions=True)
     if ending["code"] is not None:
         await send({"type": "websocket.close", "code": ending["code"], "reason": ending["reason"]})
+
+
+def _scrubbed(data: str | bytes, token: str) -> str | bytes:
+    """A message with the UI token cut out (a kernel could print it: never to the browser)."""
+    if not token:
+        return data
+    if isinstance(data, str):
+        return without(data, token)
+    secret = token.encode()
+    while secret in data:
+        data = data.replace(secret, b"")
+    return data
 
 
 async def _refuse(scope: Scope, send, status: int, text: str) -> None:

@@ -517,6 +517,10 @@ PROXY_READ_TIMEOUT = envint("PLATTER_PROXY_READ_TIMEOUT", 60)
 # either way for this many seconds is closed (JupyterLab opens it again when it needs it).
 PROXY_WS_MAX_MESSAGE_BYTES = envint("PLATTER_PROXY_WS_MAX_MESSAGE_BYTES", 16 * 1024 * 1024)
 PROXY_WS_IDLE_SECONDS = envint("PLATTER_PROXY_WS_IDLE_SECONDS", 900)
+# An open websocket checks this often that its user still may see the cluster (closed 4403
+# when not), and is closed (1001) once it is this old, however busy.
+PROXY_WS_RECHECK_SECONDS = envint("PLATTER_PROXY_WS_RECHECK_SECONDS", 30)
+PROXY_WS_MAX_LIFE_SECONDS = envint("PLATTER_PROXY_WS_MAX_LIFE_SECONDS", 8 * 3600)
 # httpx logs every proxied request at INFO (static files included): the request log has them.
 LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
 

@@ -48,6 +48,7 @@ def test_every_jvm_product_declares_its_way_in(db):
             "port": 22,
             "name": "SSH (the cluster owner's keys)",
             "scheme": "ssh",
+            "allows": "SSH as root with your keys only",
         }
         # sshd as root needs its privilege separation chroot and its login audit record
         assert {"SYS_CHROOT", "AUDIT_WRITE"} <= set(version.capabilities)

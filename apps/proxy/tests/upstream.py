@@ -88,6 +88,8 @@ class UpstreamServer(ThreadingHTTPServer):
     hostile = ""  # the hostile page, filled for a test
     # (method, path) of every request, so a test can tell a request never reached the UI.
     seen: list[tuple[str, str]] = []
+    headers: list[dict[str, str]] = []  # every request's headers, names in lower case
+    token = ""  # a secret the UI writes into /lab, /token.json and a redirect (as Jupyter does)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -99,9 +101,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.seen.append((self.command, self.path))
+        self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
         path, _, query = self.path.partition("?")
         cluster_root = self.server.cluster_root
-        if path == "/page.html":
+        token = self.server.token
+        if path == "/lab":  # JupyterLab's page writes its token into its config
+            config = json.dumps({"baseUrl": "/", "token": token})
+            page = f'<html><head><script id="jupyter-config-data">{config}</script></head></html>'
+            self._send(200, page.encode(), "text/html", {"X-Token": f"token={token}"})
+        elif path == "/token.json":
+            self._send(200, json.dumps({"token": token, "then": token * 3}).encode(), "text/json")
+        elif path == "/token-redirect":
+            self._send(302, b"", "text/plain", {"Location": f"/lab?token={token}"})
+        elif path == "/page.html":
             body = (
                 '<html><head><link rel="stylesheet" href="/static/app.css">'
                 "<script src='/static/app.js'></script>"
@@ -178,6 +190,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.server.seen.append((self.command, self.path))
+        self.server.headers.append({k.lower(): v for k, v in self.headers.items()})
         self._echo()
 
     def _echo(self) -> None:
@@ -208,7 +221,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def start_upstream() -> UpstreamServer:
     server = UpstreamServer(("127.0.0.1", 0), Handler)
-    server.seen = []
+    server.seen, server.headers = [], []
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
