@@ -18,10 +18,12 @@ from django.core.management import call_command
 from django.urls import reverse
 from websockets.asyncio.client import connect
 
+from apps import nodes
 from apps.accounts.models import Quota
 from apps.catalog.models import ProductVersion
-from apps.clusters import access, services
-from apps.clusters.models import Cluster
+from apps.clusters import access, credentials, services
+from apps.clusters.container_specs import container_name
+from apps.clusters.models import Cluster, Instance
 from apps.clusters.tests.waiting import wait_for
 from apps.lab import devservers
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
@@ -172,6 +174,55 @@ def execute(ui: UIHost, jupyter: str, kernel_id: str, code: str) -> dict:
     return asyncio.run(run())
 
 
+# Run on another member of the cluster (inside any perimeter): JupyterLab's answers, without
+# the portal's token, to reading its status and kernels, opening a terminal and loading the
+# page, one "STATUS METHOD PATH LOCATION" line each (redirects not followed).
+DIRECT = """import sys, urllib.error as e, urllib.request as u
+class Stay(u.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None
+opener = u.build_opener(Stay)
+for method, path in (("GET", "api/status"), ("GET", "api/kernels"),
+                     ("POST", "api/terminals"), ("GET", "lab")):
+    asked = u.Request(sys.argv[1] + path, method=method, data=b"{}" if method == "POST" else None)
+    try:
+        code, where = opener.open(asked, timeout=10).status, ""
+    except e.HTTPError as error:
+        code, where = error.code, error.headers.get("Location", "")
+    print(code, method, path, where)
+"""
+
+
+def refused_without_the_token(answers: list[str]) -> bool:
+    """Every answer a 403, or a redirect to JupyterLab's login page."""
+    for line in answers:
+        code, _, _, *where = line.split()
+        if not (code == "403" or (code == "302" and where and "/login" in where[0])):
+            return False
+    return bool(answers)
+
+
+def assert_jupyterlab_refuses_without_the_token(cluster: Cluster, notebook: Instance, jupyter: str):
+    """JupyterLab itself, reached at its own address without the portal's token, answers
+    nothing but a refusal: from the cluster's master (a member, inside every perimeter), and
+    from the host (another person on the site network; the perimeter may not even connect)."""
+    assert notebook.address is not None
+    direct = f"http://{notebook.address.ip}:8888{jupyter}"
+    master = instance(cluster, "master")
+    assert master.node is not None
+    code, output = nodes.client(master.node).exec(
+        container_name(cluster.id, master.role, master.index), ["python3", "-c", DIRECT, direct], 60
+    )
+    answers = [line for line in output.splitlines() if line.strip()]
+    assert code == 0 and len(answers) == 4 and refused_without_the_token(answers), output
+    with httpx.Client(timeout=10) as stranger:
+        try:
+            terminal = stranger.post(f"{direct}api/terminals", json={})
+        except httpx.TransportError:
+            return  # the perimeter does not let the host connect at all
+    assert terminal.status_code == 403, terminal.text[:500]
+
+
 def launch_with_notebook(owner) -> Cluster:
     call_command("load_catalog", verbosity=0)
     Quota.objects.update_or_create(user=owner, defaults=DEMO_QUOTA)
@@ -224,6 +275,10 @@ def test_the_owner_runs_spark_in_a_notebook_that_outlives_a_stop_and_start(
     ui = ui_host_for(portal, session_of(alice), cluster, jupyter)
     lab = wait_until_up(ui, f"{jupyter}lab")
     assert lab.status_code == 200 and "JupyterLab" in lab.text, lab.text[:1000]
+    # The page the owner gets carries no token; JupyterLab without it refuses everyone.
+    token = credentials.ensure_credentials(cluster).ui_token
+    assert token and token not in lab.text and token not in str(lab.headers)
+    assert_jupyterlab_refuses_without_the_token(cluster, notebook, jupyter)
     saved = ui.request("PUT", f"{jupyter}api/contents/saved.ipynb", json=NOTEBOOK)
     assert saved.status_code in (200, 201), saved.text[:1000]
     session = ui.request(
@@ -238,8 +293,19 @@ def test_the_owner_runs_spark_in_a_notebook_that_outlives_a_stop_and_start(
     assert seen == {"result": "1000", "status": "ok"}, seen
     master = instance(cluster, "master")
     status = ui.request("GET", f"/clusters/{cluster.id}/ui/{master.hostname}/8080/json/")
-    apps = [a["name"] for a in status.json()["activeapps"]]
+    apps = {a["name"]: a["id"] for a in status.json()["activeapps"]}
     assert f"notebook on {notebook.hostname}" in apps, status.json()
+    # The master's UI kills nothing (spark.ui.killEnabled=false): the owner's own page's
+    # kill form, sent through the proxy, leaves the notebook's application running.
+    app_id = apps[f"notebook on {notebook.hostname}"]
+    ui.request(
+        "POST",
+        f"/clusters/{cluster.id}/ui/{master.hostname}/8080/app/kill/",
+        data={"id": app_id, "terminate": "true"},
+    )
+    time.sleep(5)
+    status = ui.request("GET", f"/clusters/{cluster.id}/ui/{master.hostname}/8080/json/")
+    assert app_id in [a["id"] for a in status.json()["activeapps"]], status.json()
 
     services.request_stop(cluster.id)
     wait_for(cluster.id, S.STOPPED, seconds=180)
