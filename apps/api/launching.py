@@ -12,8 +12,7 @@ from apps.catalog.services import launchable_versions
 from apps.clusters import names
 from apps.clusters.launch_requests import parse_launch
 from apps.clusters.models import Cluster
-from apps.clusters.services import launch
-from apps.usage.budgets import check_budgets
+from apps.usage.growth import launch
 
 # Keys of POST /clusters that name the version rather than launch it.
 VERSION_KEYS = ("product", "version")
@@ -25,13 +24,13 @@ def find_version(product: str, version: str) -> ProductVersion | None:
 
 def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
     """Parse the request (LaunchError, an OptionsError: 400 naming each bad field), then let
-    the services check the quota (QuotaExceeded) and queue the cluster."""
+    the services check the quota and the group's budget (QuotaExceeded, BudgetExceeded: 403)
+    and queue the cluster."""
     if not isinstance(body, dict):
         raise serializers.ValidationError(
             {"options": f"must be a JSON object, got {type(body).__name__}"}
         )
     request = parse_launch(version, {k: v for k, v in body.items() if k not in VERSION_KEYS}, user)
-    check_budgets(user)  # BudgetExceeded: a 403 naming the group's budget
     name = request.name or _default_name(user, version)
     return launch(
         user,

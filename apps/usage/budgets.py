@@ -1,16 +1,22 @@
-"""Monthly budgets of quota groups: what is left, the refusal of a launch past one, and the
-warning at 80 %. Usage is this month's (UTC), read as services.py reads it."""
+"""Monthly budgets of quota groups: what is left, the refusal of a growth past one, and the
+warning at 80 %. Usage is this month's (UTC), read as services.py reads it.
+
+A growth (a launch, a start, a lease extended, a resize, an added notebook) is checked in the
+transaction that made it, under a lock on the budgets of the owner's groups (check_growth):
+what the group used this month plus what its leases commit until they end (within the month)
+must stay within each budget, so two growths racing for the last of one never both pass."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.clusters.models import LIVE_STATES, Cluster
+from apps.clusters.models import LIVE_STATES, Cluster, Instance
 from apps.clusters.quotas import QuotaExceeded
 from apps.clusters.transitions import record_event
 
@@ -44,20 +50,37 @@ class BudgetLeft:
 
 
 class BudgetExceeded(QuotaExceeded):
-    """A launch by a member of a group whose monthly budget is used up (HTTP 403)."""
+    """A growth by a member of a group whose monthly budget is used up, or would be by what
+    the group's leases commit with the growth (HTTP 403). `growth` names it ("launch")."""
 
-    def __init__(self, spent: BudgetLeft) -> None:
+    def __init__(self, spent: BudgetLeft, committed: float = 0.0, growth: str = "launch") -> None:
         limit = f"{spent.figure.removesuffix('_h')}_hours_per_month"
-        super().__init__(limit, 0, round(spent.used), spent.maximum, f"group {spent.group}")
-        self.args = (
-            f"the budget of group {spent.group} is {spent.maximum} {WORDS[spent.figure]} a "
-            f"month and {spent.used:.1f} are used this month: no launch until the next month "
-            "or a larger budget",
-        )
+        asked = round(committed)
+        super().__init__(limit, asked, round(spent.used), spent.maximum, f"group {spent.group}")
+        words = WORDS[spent.figure]
+        budget = f"the budget of group {spent.group} is {spent.maximum} {words} a month"
+        if spent.used >= spent.maximum:
+            self.args = (
+                f"{budget} and {spent.used:.1f} are used this month: no {growth} until the next "
+                "month or a larger budget",
+            )
+        else:
+            total = spent.used + committed
+            self.args = (
+                f"{budget}: {spent.used:.1f} are used this month and the group's leases, with "
+                f"this {growth}, would take {committed:.1f} more before they end this month "
+                f"({total:.1f} in all): shorten or end a lease, or ask for a larger budget",
+            )
 
 
 def month_start(today: date) -> date:
     return today.replace(day=1)
+
+
+def month_end(now: datetime) -> datetime:
+    """The first instant (UTC) of the month after `now`'s."""
+    first = datetime(now.year, now.month, 1, tzinfo=UTC)
+    return (first + timedelta(days=32)).replace(day=1)
 
 
 def _used(group_id: int, now: datetime) -> dict[str, float]:
@@ -86,6 +109,61 @@ def budgets_of(budgets, now: datetime | None = None) -> list[BudgetLeft]:
 def budgets_for(user, now: datetime | None = None) -> list[BudgetLeft]:
     """What is left of every budget of the user's groups this month."""
     return budgets_of(Budget.objects.filter(group__user=user), now)
+
+
+# States whose cores will run until the lease ends (a queued or placing cluster's too: what is
+# accepted counts as if it ran, as quotas count it); a stopped cluster holds only its disks.
+IDLE_CORES = frozenset({Cluster.State.STOPPING, Cluster.State.STOPPED})
+
+
+def committed(group_id: int, now: datetime) -> dict[str, float]:
+    """What the live clusters of the group's members will hold from `now` until their leases
+    end, within this month: core-hours of the instances they hold or wait for (a queued
+    cluster's, a resize's pending ones) unless stopped, disk-hours of their disks (stopped
+    time included, as usage counts it). A cluster without a lease end commits nothing ahead:
+    its hours count as they are used."""
+    horizon = month_end(now)
+    instances = Instance.objects.filter(
+        Q(active=True) | Q(state=Instance.State.PENDING) | Q(cluster__state=Cluster.State.QUEUED),
+        cluster__owner__groups__id=group_id,
+        cluster__state__in=LIVE_STATES,
+        cluster__expires_at__gt=now,
+    )
+    ahead = {"core_h": 0.0, "disk_h": 0.0}
+    for cores, disks, state, ends in instances.values_list(
+        "cores", "disks", "cluster__state", "cluster__expires_at"
+    ):
+        hours = (min(ends or now, horizon) - now).total_seconds() / 3600
+        if state not in IDLE_CORES:
+            ahead["core_h"] += cores * hours
+        ahead["disk_h"] += disks * hours
+    return ahead
+
+
+def check_growth(owner_id: int, growth: str, now: datetime | None = None) -> None:
+    """Refuse (BudgetExceeded) a growth of what the owner's groups hold when a group's budget
+    is used up, or when what it used this month and what its leases commit (the growth
+    included) would pass it. Call in the transaction that made the growth, after it: the lock
+    on the groups' budgets makes the next growth wait and then count this one."""
+    locked = (
+        Budget.objects.select_for_update(no_key=True, of=("self",))
+        .filter(group__user=owner_id)
+        .select_related("group")
+        .order_by("id")
+    )
+    now = now or timezone.now()
+    for budget in locked:
+        used = _used(budget.group_id, now)
+        ahead = committed(budget.group_id, now)
+        for figure, maximum in (
+            ("core_h", budget.core_hours_per_month),
+            ("disk_h", budget.disk_hours_per_month),
+        ):
+            if maximum is None:
+                continue
+            spent = BudgetLeft(budget.group.name, figure, maximum, used[figure])
+            if spent.used >= maximum or spent.used + ahead[figure] > maximum:
+                raise BudgetExceeded(spent, ahead[figure], growth)
 
 
 def check_budgets(user, now: datetime | None = None) -> None:

@@ -4,7 +4,8 @@ from django.db import models
 
 class Budget(models.Model):
     """A quota group's monthly allowance of core-hours and disk-hours (optional; either may be
-    left empty). A launch by a member is refused once the group has used it up this month."""
+    left empty). A member's launch, start, extension, resize or notebook is refused once the
+    group used it up this month, or would with what its leases commit (budgets.check_growth)."""
 
     group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="budget")
     core_hours_per_month = models.PositiveIntegerField(null=True, blank=True)

@@ -16,6 +16,7 @@ from apps.accounts.requests import signed_in_user
 from apps.clusters import idle, logs, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
+from apps.usage import growth
 from portal import streams
 
 from .. import idempotency
@@ -190,7 +191,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     @action(detail=True, methods=["post"])
     def start(self, request: Request, **kwargs) -> Response:
         cluster = self.get_object()
-        services.request_start(cluster.id, actor=request.user)
+        growth.request_start(cluster.id, actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=ResizeSerializer, responses={202: ClusterDetailSerializer})
@@ -202,7 +203,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         cluster = self.get_object()
         asked = ResizeSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
-        services.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
+        growth.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(
@@ -221,7 +222,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         Spark cluster launched without one; it grows the cluster as a resize does. Its state
         is the cluster's `notebook`."""
         cluster = self.get_object()
-        services.request_notebook(cluster.id, actor=request.user)
+        growth.request_notebook(cluster.id, actor=request.user)
         return accepted(request, cluster)
 
     @extend_schema(request=ExtendSerializer, responses={200: ExtendedSerializer})
@@ -232,7 +233,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         asked = ExtendSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         hours = asked.validated_data["hours"]
-        end = services.extend_lease(cluster.id, hours, actor=request.user)  # 409 if over
+        end = growth.extend_lease(cluster.id, hours, actor=request.user)  # 409 if over
         return Response(ExtendedSerializer({"expires_at": end}).data)
 
     @extend_schema(request=IdleLimitSerializer, responses={200: IdleStatusSerializer})

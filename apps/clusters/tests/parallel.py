@@ -5,13 +5,17 @@ import threading
 from django.db import connection
 
 
-def run_together(jobs):
-    """Start every job at the same instant; return their results (or exceptions)."""
+def run_together(jobs, connected=False):
+    """Start every job at the same instant; return their results (or exceptions). With
+    `connected`, each thread opens its connection before the start, so the jobs' statements
+    meet instead of the first job running ahead while the others connect."""
     barrier = threading.Barrier(len(jobs))
     results = [None] * len(jobs)
 
     def worker(slot, job):
         try:
+            if connected:
+                connection.ensure_connection()
             barrier.wait()
             results[slot] = job()
         except Exception as error:  # noqa: BLE001  (reported by the test, not swallowed)

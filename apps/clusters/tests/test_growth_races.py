@@ -34,7 +34,8 @@ def running(owner, product: str, **options) -> Cluster:
     version = ProductVersion.objects.filter(product__name=product).order_by("id").first()
     assert version is not None, f"the catalog has {product}"
     spec = resolve(version, options)
-    cluster = services.create_cluster(owner, version, f"{product}-1", spec.instances, options)
+    name = f"{product}-{Cluster.objects.count()}"
+    cluster = services.create_cluster(owner, version, name, spec.instances, options)
     assert isinstance(reserve(cluster.id), Reservation)
     for before, after in ((S.PLACING, S.CONFIGURING), (S.CONFIGURING, S.RUNNING)):
         assert services.transition(cluster.id, before, after)
@@ -61,6 +62,7 @@ def running_for(owner, how: str) -> Cluster:
 
 def assert_quota_holds(owner) -> None:
     limit = Quota.objects.get(user=owner).max_instances
+    assert limit is not None
     assert user_usage(owner.id, committed=True)["max_instances"] <= limit
 
 
@@ -93,7 +95,7 @@ def test_a_grow_racing_a_launch_for_the_last_of_the_quota_lets_one_through(alice
     cluster = running_for(alice, how)
     room_for_one_more(alice)
     launched, grown = run_together(
-        [lambda: make_cluster(alice, wants(1)), lambda: grow(cluster, how)]
+        [lambda: make_cluster(alice, wants(1)), lambda: grow(cluster, how)], connected=True
     )
     outcomes = [launched, grown]
     refused = [o for o in outcomes if isinstance(o, QuotaExceeded)]

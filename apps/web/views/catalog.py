@@ -11,7 +11,8 @@ from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
 from apps.clusters import services
 from apps.clusters.preview import preview_launch
-from apps.usage.budgets import BudgetExceeded, budgets_for, check_budgets
+from apps.usage import growth
+from apps.usage.budgets import BudgetExceeded, budgets_for
 
 from ..forms import LaunchForm
 
@@ -37,8 +38,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             parsed = form.launch_request  # set by a valid form: the one launch parser's answer
-            check_budgets(request.user)
-            cluster = services.launch(
+            cluster = growth.launch(  # the quota, then the group's budget, under their locks
                 request.user,
                 chosen,
                 form.cleaned_data["name"],

@@ -19,6 +19,7 @@ from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.nodes import NodeError
+from apps.usage import growth
 
 from ..htmx import htmx_partial
 
@@ -270,7 +271,7 @@ def cluster_stop(request: HttpRequest, cluster_id: int) -> HttpResponse:
 @require_POST
 def cluster_start(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
-    return _act(request, cluster, lambda: services.request_start(cluster.id, actor=request.user))
+    return _act(request, cluster, lambda: growth.request_start(cluster.id, actor=request.user))
 
 
 @login_required
@@ -283,7 +284,7 @@ def cluster_extend(request: HttpRequest, cluster_id: int) -> HttpResponse:
         messages.error(request, f"Give the extension in hours, e.g. 4 ({' '.join(error.messages)})")
         return redirect("web:cluster", cluster_id=cluster.id)
     return _act(
-        request, cluster, lambda: services.extend_lease(cluster.id, hours, actor=request.user)
+        request, cluster, lambda: growth.extend_lease(cluster.id, hours, actor=request.user)
     )
 
 
@@ -312,9 +313,15 @@ def cluster_idle(request: HttpRequest, cluster_id: int) -> HttpResponse:
 
 
 def _act(request: HttpRequest, cluster: Cluster, action) -> HttpResponse:
-    """Run one service call; a refusal (wrong state, lease too long) becomes a message."""
+    """Run one service call; a refusal (wrong state, lease too long, past a quota or a
+    group's budget) becomes a message."""
     try:
         action()
-    except (services.StateConflict, services.TransitionError, services.LeaseError) as exc:
+    except (
+        services.StateConflict,
+        services.TransitionError,
+        services.LeaseError,
+        services.QuotaExceeded,
+    ) as exc:
         messages.error(request, str(exc))
     return redirect("web:cluster", cluster_id=cluster.id)

@@ -14,6 +14,7 @@ from apps.clusters import notebook, resize, services
 from apps.clusters.models import Cluster
 from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
 from apps.clusters.quotas import QuotaExceeded
+from apps.usage import growth
 
 from .clusters import my_clusters
 
@@ -57,7 +58,7 @@ def notebook_form(cluster: Cluster) -> dict:
 def cluster_notebook(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
     try:
-        services.request_notebook(cluster.id, actor=request.user)
+        growth.request_notebook(cluster.id, actor=request.user)
     except (notebook.NotebookRefused, QuotaExceeded, services.StateConflict) as refused:
         messages.error(request, f"Cannot add a notebook: {refused}")
     else:
@@ -95,7 +96,7 @@ def cluster_resize(request: HttpRequest, cluster_id: int) -> HttpResponse:
     cluster = get_object_or_404(my_clusters(request), id=cluster_id)
     try:
         workers = WORKERS.clean(request.POST.get("workers", ""))
-        services.request_resize(cluster.id, workers, actor=request.user)
+        growth.request_resize(cluster.id, workers, actor=request.user)
     except forms.ValidationError as error:
         messages.error(request, f"Give the new size as a whole number ({' '.join(error.messages)})")
     except (resize.ResizeRefused, QuotaExceeded, services.StateConflict) as refused:
