@@ -168,6 +168,15 @@ def lab_cleanup(lab_inventory):
             container.remove(force=True)
     for disk in Disk.objects.filter(node__in=lab_inventory):
         shutil.rmtree(Path(disk.mount_path) / settings.PLATTER_SITE, ignore_errors=True)
+    # The nodes' perimeter tables of this site (the lab's nodes are this host).
+    from apps.clusters.perimeter import tables_of_nodes
+    from apps.lab import host
+    from workers import perimeter
+
+    tables = tables_of_nodes([node.name for node in lab_inventory], settings.PLATTER_SITE)
+    for table in host.nft_tables_matching(tables):
+        host.delete_nft_table(table)
+    perimeter.forget(list(lab_inventory))
 
 
 CHROMIUM = "/usr/bin/chromium"

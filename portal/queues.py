@@ -44,6 +44,7 @@ TASK_QUEUES = {
     "platter.destroy_cluster": CLUSTERS,
     "platter.resize_cluster": CLUSTERS,  # a decommission ends by RESIZE_DRAIN_SECONDS
     "platter.sync_ssh_keys": SSH_KEYS,  # an exec per live cluster of the user
+    "platter.apply_perimeter": CLUSTERS,  # a firewall helper per node of the cluster
     "platter.bench_disks": NODES,
     "platter.run_job": JOBS,  # as long as the user's job runs
     "platter.follow_job": JOBS,  # a running job whose follower was lost, to its end

@@ -21,6 +21,7 @@ from django.db.models import Q
 
 from apps import nodes
 from apps.clusters import container_specs, leftovers
+from apps.clusters import perimeter as perimeter_rules
 from apps.clusters.admission import reserve_or_fail
 from apps.clusters.credentials import credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance, Leftover
@@ -30,6 +31,8 @@ from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
 from apps.nodes import NodeError, NodeMissing, helpers, parallel
+
+from . import perimeter
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -103,6 +106,7 @@ def place(cluster: Cluster) -> None:
     prepared first: that data is wiped before any container of this cluster sees the disks."""
     specs = container_specs.plans_for(cluster)
     on_nodes = {s.node.id: s.node for s in specs}
+    guard(cluster.id)
     held = cluster.instances.filter(active=True).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
     handed_over = _kept_by_others(cluster)
@@ -167,6 +171,24 @@ class _Preparing:
                 raise  # prepared already: what is missing is something else
         self.node(spec.node)
         return client.ensure_running(spec)
+
+
+def guard(cluster_id: int) -> None:
+    """The perimeter's rules on every node of the cluster before any of its containers
+    starts (the cluster's new members are in them); a node that cannot take them fails the
+    placement there, as a failed create does."""
+    targets = perimeter_rules.nodes_of(cluster_id)
+    try:
+        perimeter.ensure(targets)
+    except NodeError as error:
+        node = next((n for n in targets if n.name == error.node), None)
+        raise _placement_failure(node, error) from error
+
+
+def unguard(cluster_id: int, targets: list[Node]) -> None:
+    """The rules of nodes the cluster (or some of its instances) left: a node that does not
+    answer now gets them from the reconciler's next refresh."""
+    perimeter.apply(targets)
 
 
 def _record_started(cluster_id: int, started: list[tuple], done: str | None = None) -> None:
@@ -376,6 +398,7 @@ def start(cluster_id: int) -> str:
     if cluster.state != S.CONFIGURING:
         return cluster.state
     specs = container_specs.plans_for(cluster)
+    perimeter.ensure(perimeter_rules.nodes_of(cluster_id))
     results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
     for spec, outcome in zip(specs, results, strict=True):
         if isinstance(outcome, Exception):
@@ -407,7 +430,9 @@ def destroy(cluster_id: int) -> str:
         raise NodeError(", ".join(sorted(set(silent))), "; ".join(problems.values()), True)
     if cluster.wipe_data:
         wipe(cluster)
+    left = perimeter_rules.nodes_of(cluster_id)
     finish_destroy(cluster_id, keep_data=not cluster.wipe_data)
+    unguard(cluster_id, left)
     return S.DESTROYED
 
 

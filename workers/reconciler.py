@@ -29,7 +29,7 @@ from apps.inventory.models import Node
 from apps.inventory.services import record_health_check
 from apps.nodes import NodeError, helpers, parallel
 
-from . import operations
+from . import operations, perimeter
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -48,6 +48,7 @@ class Report:
     given_up: dict[int, str] = field(default_factory=dict)  # cluster id: why it fails
     orphans_removed: list[str] = field(default_factory=list)
     leftovers_released: list[str] = field(default_factory=list)
+    perimeter: list[str] = field(default_factory=list)  # nodes whose rules were loaded
 
 
 def reconcile(grace_seconds: int | None = None) -> dict:
@@ -57,6 +58,12 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     nodes = list(Node.objects.exclude(state=Node.State.MAINTENANCE))
     # Ask every node at once: one that does not answer costs its timeout, not everyone's.
     listings = parallel(_survey, nodes)
+    # The perimeter's rules before any container is started again below: a node that came
+    # back without them (or whose rules changed) gets them first.
+    answering = [
+        n for n, found in zip(nodes, listings, strict=True) if not isinstance(found, Exception)
+    ]
+    report.perimeter = perimeter.refresh(answering)
     for node, found in zip(nodes, listings, strict=True):
         if isinstance(found, Exception):
             error = found if isinstance(found, NodeError) else NodeError(node.name, str(found))

@@ -34,6 +34,7 @@ from django.utils import timezone
 from apps import nodes
 from apps.clusters import container_specs as plans
 from apps.clusters import notebook
+from apps.clusters import perimeter as perimeter_rules
 from apps.clusters import resize as rules
 from apps.clusters.credentials import ENV_PASSWORD, ENV_SECRET, ENV_USER, credentials_of, redact
 from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
@@ -43,7 +44,7 @@ from apps.inventory.models import Address, Disk, Network
 from apps.nodes import NodeError, parallel
 from apps.nodes.specs import ContainerSpec
 
-from . import lifecycle
+from . import lifecycle, perimeter
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -116,6 +117,13 @@ def _grow(cluster: Cluster, added: list[Instance]) -> None:
             raise ResizeFailed(outcome.message)
         disks = sum(len(p.disk_ids) for p in outcome.placements)
         record_event(cluster.id, f"reserved {len(unreserved)} instances with {disks} disks")
+    try:  # the new members' ports guarded, and their addresses let in, before they start
+        perimeter.ensure(perimeter_rules.nodes_of(cluster.id))
+    except NodeError as error:
+        _remove(cluster, added, keep_data=False)
+        raise ResizeFailed(
+            f"the new instances' firewall rules could not be set: {error}"
+        ) from error
     ids = {i.id for i in added}
     JOINS.get(cluster.version.product.name, join_together)(cluster, ids)
     Instance.objects.filter(id__in=ids, active=True).update(state=I.RUNNING, restarts=0)
@@ -262,7 +270,9 @@ def _remove(cluster: Cluster, instances: list[Instance], keep_data: bool) -> Non
     for instance, outcome in zip(placed, results, strict=True):
         if isinstance(outcome, Exception):
             raise lifecycle._named(outcome, f"could not remove {instance}")
+    left = perimeter_rules.nodes_of(cluster.id)
     release_instances(cluster.id, [i.id for i in instances], keep_data)
+    lifecycle.unguard(cluster.id, left)
 
 
 def release_instances(cluster_id: int, ids: list[int], keep_data: bool) -> int:

@@ -7,9 +7,10 @@ its task delivered again (settings: acks_late, reject_on_worker_lost)."""
 from celery import Task, shared_task
 
 from apps.clusters import admission, services
+from apps.clusters import perimeter as perimeter_rules
 from apps.usage import budgets
 
-from . import idle, operations, reconciler
+from . import idle, operations, perimeter, reconciler
 
 
 @shared_task(name="platter.ping")
@@ -75,6 +76,13 @@ def destroy_cluster(self: Task, cluster_id: int) -> str:
 def resize_cluster(self: Task, cluster_id: int) -> str:
     """The target size is on the cluster (Cluster.resize_to)."""
     return _operate(self, "resize", cluster_id)
+
+
+@shared_task(name="platter.apply_perimeter")
+def apply_perimeter(cluster_id: int) -> list[str]:
+    """An owner changed the allow-list: the rules of the cluster's nodes again. Returns the
+    nodes that did not take them (the reconciler's refresh retries those)."""
+    return sorted(perimeter.apply(perimeter_rules.nodes_of(cluster_id)))
 
 
 @shared_task(name="platter.reconcile")

@@ -66,6 +66,9 @@ class Cluster(models.Model):
     # The size a resize asked for (instances of the product's scalable role), kept until it
     # ends so a resumed resize knows its target (apps/clusters/resize.py).
     resize_to = models.PositiveIntegerField(null=True, blank=True)
+    # The perimeter (apps/clusters/perimeter.py): sources (IPv4 CIDRs) the owner lets reach
+    # the cluster's ports directly, besides its members, the portal and the site's own ranges.
+    allowed_sources = models.JSONField(default=list, blank=True)
     # One timestamp per transition (the latest one; ClusterEvent keeps the whole history).
     created = models.DateTimeField(auto_now_add=True)
     placing_at = models.DateTimeField(null=True, blank=True)

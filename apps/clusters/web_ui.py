@@ -26,7 +26,7 @@ def token_roles(cluster: Cluster) -> set[str]:
 def live_instances(cluster: Cluster) -> list[Instance]:
     return list(
         cluster.instances.filter(active=True, address__isnull=False)
-        .select_related("address")
+        .select_related("address__network")
         .order_by("role", "index")
     )
 

@@ -133,6 +133,10 @@ class Network(models.Model):
     # id is given (Docker creates that sub-interface itself).
     vlan = models.PositiveSmallIntegerField(null=True, blank=True, help_text="802.1q VLAN id")
     parent = models.CharField(max_length=15, blank=True)
+    # Where the portal's proxy connects from on this network when it is not the portal host's
+    # routed address (a lab segment's shim holds one beside the host's own): the perimeter
+    # lets it in, and nothing else on the host (apps/clusters/perimeter.py).
+    portal_source = models.GenericIPAddressField(protocol="IPv4", null=True, blank=True)
     # The cluster holding an isolated network (set and cleared by the reservation).
     holder = models.ForeignKey(
         "clusters.Cluster", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

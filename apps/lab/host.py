@@ -195,6 +195,21 @@ def links_matching(pattern: str) -> list[str]:
     return [name for name in names if re.fullmatch(pattern, name)]
 
 
+def nft_tables_matching(pattern: str) -> list[str]:
+    """Names of the host's inet nftables tables whose full name matches the expression (the
+    perimeter's, apps/clusters/perimeter.py); none when nft is not installed."""
+    try:
+        out = run("nft", "list", "tables", "inet", check=False).stdout
+    except FileNotFoundError:
+        return []
+    names = [line.split()[-1] for line in out.splitlines() if line.startswith("table inet ")]
+    return [name for name in names if re.fullmatch(pattern, name)]
+
+
+def delete_nft_table(name: str) -> None:
+    run("nft", "delete", "table", "inet", name, check=False)  # gone already: nothing to do
+
+
 @dataclass(frozen=True)
 class Process:
     pid: int

@@ -82,19 +82,31 @@ def shared_libraries(binary: str) -> list[str]:
 def build_fio_image_tar(folder: Path | None = None) -> Path:
     """The lab's benchmark image: the base image plus the host's fio and the libraries it
     loads, at the same paths (no registry here; production names a public fio image)."""
-    tar_path = (folder or state_dir()) / "lab-fio.tar"
+    return build_tool_image_tar("fio", "lab-fio.tar", folder)
+
+
+def build_firewall_image_tar(folder: Path | None = None) -> Path:
+    """The lab's firewall helper (NODE_FIREWALL_IMAGE): the base image plus the host's nft
+    (production builds deploy/images/node-firewall from Debian's nftables)."""
+    return build_tool_image_tar("nft", "lab-nft.tar", folder)
+
+
+def build_tool_image_tar(tool: str, file_name: str, folder: Path | None = None) -> Path:
+    """The base image plus one of the host's programs and the libraries it loads, at the same
+    paths."""
+    tar_path = (folder or state_dir()) / file_name
     if tar_path.exists():
         return tar_path
-    fio = shutil.which("fio")
-    if not fio:
-        raise host.LabError("fio is not installed: apt-get install fio (./platter does it)")
+    program = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
+    if not program:
+        raise host.LabError(f"{tool} is not installed: ./platter installs its Debian package")
     base = build_base_image_tar(folder)
     tmp = tar_path.with_suffix(".tmp")
     with tarfile.open(base) as source, tarfile.open(tmp, "w") as tar:
         for member in source.getmembers():
             tar.addfile(member, source.extractfile(member) if member.isfile() else None)
         names = {member.name for member in source.getmembers()}
-        for path in [fio, *shared_libraries(fio)]:
+        for path in [program, *shared_libraries(program)]:
             real = Path(path).resolve()
             # Parent folders first (tar readers create them anyway; docker import wants them).
             for parent in reversed(Path(path).parents[:-1]):

@@ -30,6 +30,7 @@ from .host import LabError
 from .image import (
     build_base_image_tar,
     build_fio_image_tar,
+    build_firewall_image_tar,
     ensure_cluster_network,
     ensure_image,
 )
@@ -236,6 +237,7 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
             undo.add(f"stop dockerd of {node.name}", functools.partial(stop_node, node))
     tar_path = build_base_image_tar(spec.home)
     fio_tar_path = build_fio_image_tar(spec.home)
+    firewall_tar_path = build_firewall_image_tar(spec.home)
     disks_of = []
     layers: dict[str, str | None] = {}  # per node: None, or why the limit cannot hold there
     for node in nodes:
@@ -244,6 +246,7 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
         wait_for_dockerd(node)
         ensure_image(node, tar_path)
         ensure_image(node, fio_tar_path, settings.LAB_FIO_IMAGE)
+        ensure_image(node, firewall_tar_path, settings.LAB_FIREWALL_IMAGE)
         ensure_cluster_network(node)
         layers[node.name] = dataroot.writable_layer_limit(local_node(node))
         if layers[node.name] is not None:

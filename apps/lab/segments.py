@@ -7,8 +7,11 @@ only between interfaces of the same parent, and the host routes nothing: ip_forw
 802.1q sub-interfaces, which a site would use, cannot be made on this machine kind.
 
 The host reaches a segment through a macvlan "shim" on its bridge with the segment's last
-address and a route for its subnet, so the portal (the web UI proxy) and a browser or ssh on
-the host open cluster addresses directly, never through the default gateway.
+address and a route for its subnet, so a browser or ssh on the host opens cluster addresses
+directly, never through the default gateway. That address stands for the site network; the
+portal's proxy connects from the shim's second address (portal_address), which the perimeter
+lets in (apps/clusters/perimeter.py) while the host's own reaches only SSH and what an owner
+allows.
 
 Segments are made for every portal slot at once (the dev portal and parallel test runs each
 hand out their own LAB_SEGMENTS_PER_SLOT of them), so `lab up` runs once for all of them. Their
@@ -46,6 +49,12 @@ class Segment:
         return str(self.subnet.broadcast_address - 1)
 
     @property
+    def portal_address(self) -> str:
+        """The shim's second address: where the portal's proxy connects from, told apart by
+        the perimeter from the host's own (shim_address, which stands for the site)."""
+        return str(self.subnet.broadcast_address - 2)
+
+    @property
     def network_name(self) -> str:
         return f"lab-{self.index}"
 
@@ -59,6 +68,7 @@ class Segment:
             "isolated": True,
             "parent": self.bridge,
             "vlan": None,
+            "portal_source": self.portal_address,
         }
 
 
@@ -105,6 +115,7 @@ def ensure_segments(spec: LabSpec, made: Callable[[str], object] = lambda name: 
             )
             made(segment.shim)
         host.run("ip", "addr", "replace", f"{segment.shim_address}/32", "dev", segment.shim)
+        host.run("ip", "addr", "replace", f"{segment.portal_address}/32", "dev", segment.shim)
         host.run("ip", "link", "set", segment.shim, "up")
         host.run(
             "ip",

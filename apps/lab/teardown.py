@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from apps.clusters.perimeter import tables_of_nodes
+
 from . import daemons, dataroot, host, segments, ssh
 from .host import LabError
 from .nodes import LabNode, LabSpec, lab_nodes
@@ -118,6 +120,9 @@ def teardown(spec: LabSpec, log: Log = print) -> list[str]:
             host.delete_link(name)  # a bridge takes its shim along: a link gone is skipped
         except LabError as exc:
             problems.append(str(exc))
+    tables = tables_of_nodes(node.name for node in lab_nodes(spec))
+    for table in host.nft_tables_matching(tables):
+        host.delete_nft_table(table)  # the nodes' firewall rules: tables of Platter's own
     ssh.remove_ssh_client_config(spec)
     remaining = settle(spec)
     if not any(item.startswith("mount ") for item in remaining):

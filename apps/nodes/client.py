@@ -496,6 +496,8 @@ class NodeClient:
         entrypoint: list[str] | None = None,
         host_options: dict | None = None,
         labels: dict[str, str] | None = None,
+        network_mode: str = "none",
+        environment: dict[str, str] | None = None,
     ) -> tuple[int, str]:
         """Run a short-lived helper container (our own small image unless `image` names
         another, no network, only the given binds) to completion; returns its exit code and
@@ -507,7 +509,7 @@ class NodeClient:
         api = self._api
         host_config = api.create_host_config(
             binds=binds,
-            network_mode="none",
+            network_mode=network_mode,
             cap_drop=["ALL"],
             cap_add=list(capabilities),
             security_opt=["no-new-privileges"],
@@ -525,6 +527,7 @@ class NodeClient:
                 host_config=host_config,
                 detach=True,
                 entrypoint=entrypoint,
+                environment=environment,
             ),
             "create a helper container",
         )
@@ -546,6 +549,21 @@ class NodeClient:
                 api.remove_container(container["Id"], force=True)
             except Exception:  # noqa: BLE001 (the reconciler removes leftovers)
                 log.warning("node %s: could not remove helper %s", self.name, name)
+
+    def set_firewall(self, script: str) -> None:
+        """Load an nft script into the node's own network namespace (a helper with NET_ADMIN
+        in the host's network, from NODE_FIREWALL_IMAGE): apps/clusters/perimeter.py writes
+        scripts that replace one table of Platter's whole, in one transaction."""
+        code, output = self.run_helper(
+            ["/bin/sh", "-c", 'printf "%s" "$PLATTER_RULES" | nft -f -'],
+            [],
+            ("NET_ADMIN",),
+            image=settings.NODE_FIREWALL_IMAGE,
+            network_mode="host",
+            environment={"PLATTER_RULES": script},
+        )
+        if code != 0:
+            raise NodeRefused(self.name, f"its firewall refused the rules: {output.strip()[-300:]}")
 
     # -------------------------------------------------------------- images and networks
 

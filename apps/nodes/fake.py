@@ -84,6 +84,8 @@ class FakeNodes:
         # Called while a helper container runs (it is listed on its node meanwhile), e.g. a
         # reconcile pass in the middle of a long wipe.
         self.during_helper: Callable[[], object] | None = None
+        # Each node's firewall: the last nft script loaded (set_firewall), as the node holds it.
+        self.firewalls: dict[str, str] = {}
         self._ids = itertools.count(1)
         self._installed: AbstractContextManager[None] | None = None
 
@@ -278,6 +280,10 @@ class FakeNodeClient:
         if on_node.pop(name, None) is None:  # removed while it ran, as Docker's wait says
             return 137, ""
         return 0, ""
+
+    def set_firewall(self, script: str) -> None:
+        self._enter("set_firewall", script.split("\n", 1)[0])
+        self.nodes.firewalls[self.name] = script
 
     def images(self) -> list[str]:
         self._enter("images")

@@ -62,6 +62,9 @@ class Target:
     members: dict[str, str]  # hostnames and addresses (lower case) -> hostname
     prefixed: bool = False  # the UI serves itself under `prefix` (the port's "prefixed")
     token: str = field(default="", repr=False)  # the cluster's UI token, for a UI requiring it
+    # The address the proxy connects from on the member's network ("": the host's route); the
+    # perimeter lets it in (apps/clusters/perimeter.py).
+    source: str = ""
 
     @property
     def prefix(self) -> str:
@@ -86,7 +89,10 @@ def find_target(cluster: Cluster, hostname: str, port: int) -> Target | None:
             mine = [p for p in ports if p["role"] == instance.role]
             prefixed = any(p.get("prefixed") for p in mine)
             token = _ui_token(cluster) if any(p.get("token") is True for p in mine) else ""
-            return Target(cluster.id, hostname, port, instance.address.ip, members, prefixed, token)
+            source = instance.address.network.portal_source or ""
+            return Target(
+                cluster.id, hostname, port, instance.address.ip, members, prefixed, token, source
+            )
     return None
 
 
@@ -151,6 +157,7 @@ def forward(
         request_headers(request, target),
         request.body,
         f"{target.hostname}:{target.port}",
+        source=target.source,
     )
     runner = transport.runner_for(request)
     try:

@@ -29,7 +29,15 @@ class UpstreamError(Exception):
 class Exchange:
     """One request to a UI and its answer, all of it within PROXY_DEADLINE_SECONDS."""
 
-    def __init__(self, method: str, url: str, headers: dict[str, str], body: bytes, where: str):
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        where: str,
+        source: str = "",
+    ):
         self.method, self.url, self.headers, self.body, self.where = (
             method,
             url,
@@ -37,6 +45,7 @@ class Exchange:
             body,
             where,
         )
+        self.source = source  # the local address to connect from (the perimeter's portal)
         self.end = time.monotonic() + settings.PROXY_DEADLINE_SECONDS
         self.client: httpx.AsyncClient | None = None
         self.response: httpx.Response | None = None
@@ -50,7 +59,12 @@ class Exchange:
             settings.PROXY_READ_TIMEOUT, connect=settings.PROXY_CONNECT_TIMEOUT, pool=5
         )
         # trust_env=False: HTTP(S)_PROXY of the portal's environment never sees cluster traffic.
-        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False)
+        self.client = httpx.AsyncClient(
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=False,
+            transport=httpx.AsyncHTTPTransport(local_address=self.source or None),
+        )
         request = self.client.build_request(
             self.method, self.url, headers=self.headers, content=self.body
         )

@@ -157,6 +157,12 @@ def access_lost(access: Access) -> str | None:
         connections.close_all()  # nothing held until the next check
 
 
+def _from_source(target: services.Target) -> dict[str, Any]:
+    """The connection's local address: the portal's own on the member's network, which the
+    perimeter lets in (apps/clusters/perimeter.py); none given, the host's route decides."""
+    return {"local_addr": (target.source, 0)} if target.source else {}
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     """The request's headers, lower-case names; repeated ones joined with commas."""
     joined: dict[str, str] = {}
@@ -188,7 +194,7 @@ async def _open_upstream(
             proxy=None,  # the portal's HTTP(S)_PROXY never sees cluster traffic
             user_agent_header=None,
             additional_headers=services.upstream_headers(target),
-            # From the portal's own address on the member's network (the perimeter's rule).
+            **_from_source(target),
         )
     except (OSError, TimeoutError, websockets.InvalidHandshake) as error:
         raise Refused(502, f"{where} did not take the websocket: {type(error).__name__}") from None

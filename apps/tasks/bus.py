@@ -17,6 +17,7 @@ DESTROY = "platter.destroy_cluster"
 RESIZE = "platter.resize_cluster"
 ADMIT = "platter.admit_queued"
 BENCH_DISKS = "platter.bench_disks"
+APPLY_PERIMETER = "platter.apply_perimeter"
 
 
 def dispatch(task: str, *args) -> None:

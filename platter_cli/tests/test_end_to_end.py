@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from apps.accounts.models import Quota
 from apps.accounts.tests.keys import ed25519_pair
 from apps.clusters.models import Cluster, DiskAllocation
+from apps.clusters.tests.waiting import open_to_the_host
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
 from .conftest import PLATTER, token_for, user_environment
@@ -84,6 +85,7 @@ def test_a_new_user_launches_follows_and_destroys_the_demo_cluster_from_the_term
     events_follower = follower(home, "events", str(cluster.id), "-f", "--json")
     logs_follower = follower(home, "logs", str(cluster.id), "-i", "master-0", "-f")
     time.sleep(2)  # both made their first request; the page below is a later log line
+    assert open_to_the_host(cluster.id) == []  # its owner lets this host in (the perimeter)
     with urllib.request.urlopen(f"http://{master.address.ip}/", timeout=10) as page:
         assert b"master-0" in page.read()
 

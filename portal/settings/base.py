@@ -210,6 +210,21 @@ PLATTER_SITE = envstr("PLATTER_SITE", "platter")
 NODE_NETWORK_NAME = envstr("PLATTER_NODE_NETWORK_NAME", "platter")
 # A small image with a POSIX shell for helper containers (disk discovery, wipes).
 NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", "busybox:1.36")
+# The perimeter (apps/clusters/perimeter.py): each node's firewall lets a cluster's ports
+# answer only its members, the portal and the sources its owner allows (SSH always).
+# PERIMETER_PORTAL_SOURCES: the addresses (CIDRs) the portal's web and worker hosts reach the
+# clusters from; PERIMETER_SITE_SOURCES: a bastion or VPN range every cluster lets in.
+PERIMETER = envbool("PLATTER_PERIMETER", True)
+PERIMETER_PORTAL_SOURCES = envlist("PLATTER_PERIMETER_PORTAL_SOURCES", [])
+PERIMETER_SITE_SOURCES = envlist("PLATTER_PERIMETER_SITE_SOURCES", [])
+# An owner's allow-list holds at most this many sources.
+PERIMETER_MAX_SOURCES = envint("PLATTER_PERIMETER_MAX_SOURCES", 32)
+# The reconciler applies each node's rules again after this long (a node rebooted, or rules
+# flushed by hand, gets them back), and always before it restarts a container.
+PERIMETER_REFRESH_SECONDS = envint("PLATTER_PERIMETER_REFRESH_SECONDS", 120)
+# The helper image that sets the rules (nft, run with NET_ADMIN in the node's network
+# namespace): deploy/images/node-firewall.
+NODE_FIREWALL_IMAGE = envstr("PLATTER_NODE_FIREWALL_IMAGE", "platter/node-firewall:1")
 # Platter's product images (platter/<product>:<tag>, deploy/images/) come from this registry
 # (e.g. registry.example.org); empty: the nodes hold them already (the lab builds them).
 IMAGE_REGISTRY = envstr("PLATTER_IMAGE_REGISTRY", "")

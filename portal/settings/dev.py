@@ -49,6 +49,9 @@ if UI_DOMAIN:
 
 # The lab has no registry: helper containers use the lab's own busybox image.
 NODE_HELPER_IMAGE = envstr("PLATTER_NODE_HELPER_IMAGE", LAB_IMAGE)
+# The lab's firewall helper: the base image plus the host's nft (apps/lab/image.py).
+LAB_FIREWALL_IMAGE = envstr("PLATTER_LAB_FIREWALL_IMAGE", "platter/lab-nft:1")
+NODE_FIREWALL_IMAGE = envstr("PLATTER_NODE_FIREWALL_IMAGE", LAB_FIREWALL_IMAGE)
 # ...and the lab's fio image; lab disks are 1 GiB, so benchmark files are 1/16 of the paper's.
 BENCH_IMAGE = envstr("PLATTER_BENCH_IMAGE", LAB_FIO_IMAGE)
 BENCH_SIZE_DIVISOR = envint("PLATTER_BENCH_SIZE_DIVISOR", 16)

@@ -13,7 +13,7 @@ from apps.catalog.models import ProductVersion
 from apps.clusters import idle as rules
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
-from apps.clusters.tests.waiting import wait_for
+from apps.clusters.tests.waiting import open_to_the_host, wait_for
 from workers import idle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
@@ -37,7 +37,9 @@ def test_a_connected_client_keeps_it_running_and_without_one_it_stops(
     master = cluster.instances.get(role="master")
     held = DiskAllocation.objects.filter(instance__cluster=cluster, active=True).count()
 
-    # A client on the host (through the segment's shim) holds a connection to the web port.
+    # A client on the host (through the segment's shim; the owner lets it in) holds a
+    # connection to the web port.
+    assert open_to_the_host(cluster.id) == []
     with socket.create_connection((master.address.ip, 80), timeout=5):
         aged(cluster.id, 30)
         assert idle.check_idle_clusters()["stopped"] == []

@@ -1,6 +1,10 @@
-"""Cluster networks on the real lab: each cluster on a segment of its own, reachable from the
-host through the segment's shim, and unreachable from any other cluster."""
+"""Cluster networks on the real lab: each cluster on a segment of its own, routed from the host
+through the segment's shim, unreachable from any other cluster, and behind its perimeter: the
+host (standing for the site network) reaches its ports only when the owner allows it, the
+portal's proxy always."""
 
+import asyncio
+import socket
 import subprocess
 import urllib.request
 
@@ -10,12 +14,16 @@ from django.core.management import call_command
 from apps import nodes
 from apps.catalog.models import ProductVersion
 from apps.clusters import logs, services
+from apps.clusters import perimeter as perimeter_rules
 from apps.clusters.data_path import data_path
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.provisioning import launch_provisioning
-from apps.clusters.tests.waiting import wait_for
+from apps.clusters.tests.waiting import open_to_the_host, wait_for
 from apps.inventory.models import Network
+from apps.lab import host
 from apps.lab.segments import all_segments
+from apps.proxy import transport
+from workers import perimeter, reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
@@ -31,6 +39,32 @@ def fetch_from(instance: Instance, address: str) -> tuple[int, str]:
     argv = ["timeout", "3", "wget", "-q", "-O", "-", f"http://{address}/"]
     assert instance.node is not None, "placed on a node"
     return nodes.client(instance.node).exec(instance.container_id, argv, 30)
+
+
+def refused_from_the_host(address: str, port: int) -> bool:
+    """Whether a connection from the host's own address is refused (the perimeter's reset)."""
+    try:
+        with socket.create_connection((address, port), timeout=5):
+            return False
+    except ConnectionRefusedError:
+        return True
+
+
+def proxied_status(instance: Instance) -> int:
+    """The instance's port 80 fetched as the portal's proxy fetches a web UI: its transport,
+    from the address the perimeter lets in (the segment's portal address)."""
+    assert instance.address is not None
+    source = instance.address.network.portal_source
+    assert source, "lab segments have a portal address"
+    exchange = transport.Exchange("GET", f"http://{instance.address.ip}/", {}, b"", "t", source)
+
+    async def fetch() -> int:
+        try:
+            return (await exchange.open()).status_code
+        finally:
+            await exchange.close()
+
+    return asyncio.run(fetch())
 
 
 def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(
@@ -71,15 +105,36 @@ def test_clusters_reach_their_own_members_and_nothing_of_another_cluster(
         code, output = fetch_from(source, target.address.ip)
         assert code != 0, f"{source.hostname} of one cluster reached {target.address.ip}"
 
-    # The host reaches each cluster through its segment's shim, never the default route.
+    # The host routes to each cluster through its segment's shim, never the default route...
     shims = {s.bridge: s.shim for s in all_segments()}
     for instance in (a[0], b[0]):
         route = subprocess.run(
             ["ip", "route", "get", instance.address.ip], capture_output=True, text=True, check=True
         ).stdout
         assert f"dev {shims[instance.address.network.parent]} " in route, route
+    # ...but the perimeter lets the host (another person on the site network) reach no
+    # product port of a cluster whose owner did not allow it, on any node of the cluster,
+    # while the portal's proxy (its own address on the segment) still gets the page.
+    for instance in (*a, *b):
+        assert refused_from_the_host(instance.address.ip, 80), instance.hostname
+        assert proxied_status(instance) == 200, instance.hostname
+    # The owner allows the host: mine answers it, theirs still does not.
+    assert open_to_the_host(mine.id) == []
+    for instance in a:
         with urllib.request.urlopen(f"http://{instance.address.ip}/", timeout=5) as answer:
             assert answer.status == 200
+    assert refused_from_the_host(b[0].address.ip, 80)
+
+    # A node that lost its rules (a reboot; here its table deleted by hand) gets them back at
+    # the reconciler's next pass, before anything of it is started again.
+    node = b[0].node
+    table = perimeter_rules.table_name(node.name)
+    host.delete_nft_table(table)
+    assert not refused_from_the_host(b[0].address.ip, 80), "no rules: the port answers"
+    perimeter.forget([node])  # the pass that follows a node's return
+    assert node.name in reconciler.reconcile()["perimeter"]
+    assert refused_from_the_host(b[0].address.ip, 80)
+    assert "tcp dport 22 accept" in host.run("nft", "list", "table", "inet", table).stdout
 
     # The demo logs its start and each request it served (read as the logs panel reads them).
     log = logs.read(logs.source(mine, a[0].hostname), tail=50)
