@@ -10,6 +10,7 @@ out as soon as the limit is passed. The handler is then told the client left, so
 reading, and the answer closes the connection, so the server stops too.
 """
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,8 @@ Message = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LINGER_SECONDS = 1.0  # between a 413 and the close (send_refusal)
 
 
 def bounded_bodies(app: ASGIApp) -> ASGIApp:
@@ -90,7 +93,11 @@ class CountedBody:
 
 async def send_refusal(send: Send, path: str, message: str) -> None:
     """portal.limits' 413 for `path`, closing the connection: the server then reads no more of
-    the body (a kept-alive connection would have it read, and drop, the rest)."""
+    the body (a kept-alive connection would have it read, and drop, the rest). It closes a
+    moment after the answer rather than with it: a close with the client's bytes unread resets
+    the connection, and a proxy still sending the body (Caddy, Go's HTTP client) may then lose
+    the answer and say 502. Meanwhile the server reads no more than its buffer (uvicorn stops
+    reading at 64 KiB that nobody takes)."""
     response = refusal(path, 413, message)
     headers = [(name.lower().encode(), value.encode("latin1")) for name, value in response.items()]
     headers += [
@@ -99,4 +106,6 @@ async def send_refusal(send: Send, path: str, message: str) -> None:
         (b"connection", b"close"),
     ]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
-    await send({"type": "http.response.body", "body": response.content, "more_body": False})
+    await send({"type": "http.response.body", "body": response.content, "more_body": True})
+    await asyncio.sleep(LINGER_SECONDS)
+    await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -4,10 +4,12 @@ and a body under the limit reaches Django whole."""
 
 import asyncio
 import json
+import re
 
 import pytest
 from django.http import HttpResponse
 
+from portal import body_limit, limits
 from portal.asgi import OneTripASGIHandler
 from portal.body_limit import bounded_bodies
 
@@ -91,6 +93,12 @@ def echo() -> Echo:
     return Echo()
 
 
+@pytest.fixture(autouse=True)
+def no_linger(monkeypatch):
+    """The close a moment after a 413 matters to a proxy (test_body_limit_server): not here."""
+    monkeypatch.setattr(body_limit, "LINGER_SECONDS", 0)
+
+
 @pytest.fixture
 def small_limits(settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
@@ -105,6 +113,8 @@ def test_a_chunked_body_past_the_limit_gets_413_after_about_the_limits_bytes(ech
     assert client.status == 413
     assert client.body == b"the request body is larger than 1048576 bytes\n"
     assert client.headers[b"connection"] == b"close"  # the server reads no more of it
+    # The whole answer is out before the close (the last message, empty, ends it).
+    assert client.sent[1]["body"] == client.body and client.sent[-1]["body"] == b""
     # What was read: the limit and the part that passed it, not the 200 MB.
     assert 1024 * 1024 < client.handed <= 1024 * 1024 + CHUNK
     assert echo.seen == []  # Django stopped reading and answered nothing
@@ -179,3 +189,14 @@ def test_websockets_and_lifespan_pass_through_untouched(kind):
     scope = {"type": kind, "path": "/clusters/1/jobs", "headers": [(b"content-length", b"9" * 12)]}
     asyncio.run(bounded_bodies(inner)(scope, receive, send))
     assert calls == [(scope, receive, send)]
+
+
+def test_the_reverse_proxy_caps_bodies_a_little_above_the_portals_limits(settings):
+    caddyfile = (settings.BASE_DIR / "deploy" / "Caddyfile").read_text()
+    assert f"@job_submit path_regexp {limits.JOB_SUBMIT.pattern}\n" in caddyfile  # the same paths
+    caps = [int(mib) * 1024 * 1024 for mib in re.findall(r"max_size (\d+)MiB", caddyfile)]
+    job_limit, _ = limits.body_limit("/api/v1/clusters/1/jobs")
+    limit, _ = limits.body_limit("/accounts/login/")
+    assert limit is not None and job_limit is not None
+    # The job submit's, the portal's other paths', the UI hosts'.
+    assert caps == [job_limit + 1024 * 1024, limit + 1024 * 1024, limit + 1024 * 1024]
