@@ -43,6 +43,9 @@ class Api:
     def post(self, path: str, body: dict | None = None, **params: Any) -> Any:
         return self.request("POST", path, json=body if body is not None else {}, params=params)
 
+    def put(self, path: str, body: dict) -> Any:
+        return self.request("PUT", path, json=body)
+
     def delete(self, path: str, **params: Any) -> Any:
         return self.request("DELETE", path, params=params)
 

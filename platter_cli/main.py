@@ -37,6 +37,7 @@ LAUNCH_FLAGS = {
     "lease": "--lease",
     "reuse_data_from": "--reuse-data-from",
     "idle_minutes": "--idle",
+    "allowed_sources": "--allow",
 }
 
 
@@ -283,6 +284,14 @@ def usage(
     help="Stop it (data kept) after this long unused (default: your group's, if any).",
 )
 @click.option(
+    "--allow",
+    "allowed_sources",
+    multiple=True,
+    metavar="CIDR",
+    help="A source that may reach its ports directly: an IPv4 address or CIDR (repeatable; "
+    "default: only its members and the portal, SSH for everyone with your keys).",
+)
+@click.option(
     "-o",
     "--option",
     "options",
@@ -317,6 +326,7 @@ def launch(
     lease: float | None,
     name: str | None,
     idle_minutes: int | None,
+    allowed_sources: tuple[str, ...],
     options: dict[str, str],
     reuse_data_from: int | None,
     wait: bool,
@@ -349,6 +359,7 @@ def launch(
         "lease": lease,
         "reuse_data_from": reuse_data_from,
         "idle_minutes": idle_minutes,
+        "allowed_sources": list(allowed_sources) or None,
     }
     body.update({key: value for key, value in launch_keys.items() if value is not None})
     cluster = client.post(f"products/{product}/{version}", body)
@@ -764,6 +775,27 @@ def idle(cluster: str, minutes: int | None, off: bool, keep_running: bool, as_js
     else:
         body = client.get(f"clusters/{cid}")["idle"]
     return emit(body) if as_json else click.echo(render.idle(body))
+
+
+@app.command()
+@click.argument("cluster")
+@click.argument("sources", nargs=-1, metavar="[CIDR]...")
+@click.option("--none", "nobody", is_flag=True, help="Allow no source (members, portal, SSH only).")
+@with_json
+def allow(cluster: str, sources: tuple[str, ...], nobody: bool, as_json: bool) -> None:
+    """Who may connect to CLUSTER's ports: show the list, or replace it with the CIDRs given
+    (IPv4 addresses or ranges). Its members, the portal and the site's ranges always may; SSH
+    (22) answers everyone with your keys."""
+    if sources and nobody:
+        raise click.UsageError("give CIDRs or --none, not both")
+    client = connect({"allowed_sources": "CIDR"})
+    cid = cluster_id(client, cluster)
+    if sources or nobody:
+        body = client.put(f"clusters/{cid}/allowed-sources", {"allowed_sources": list(sources)})
+    else:
+        shown = client.get(f"clusters/{cid}")
+        body = {key: shown[key] for key in ("allowed_sources", "site_sources")}
+    return emit(body) if as_json else click.echo(render.sources(body))
 
 
 WAIT = click.option("--wait", is_flag=True, help="Return once it got there (exit 1 if not).")

@@ -261,6 +261,18 @@ def idle(body: dict) -> str:
     return "\n".join(lines)
 
 
+def sources(body: dict) -> str:
+    """Who may connect to a cluster's ports, besides its members."""
+    allowed = ", ".join(body.get("allowed_sources") or []) or "nobody else"
+    site = ", ".join(body.get("site_sources") or []) or "none"
+    return (
+        f"Allowed sources: {allowed}\n"
+        f"The site's ranges: {site}\n"
+        "Its ports answer its own members, the portal and these sources; SSH (22) answers "
+        "everyone with your keys."
+    )
+
+
 def _span(low: Any, high: Any, default: Any = None) -> str:
     text = f"{low}" if low == high else f"{low}-{high}"
     if low is None and high is None:

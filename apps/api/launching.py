@@ -1,6 +1,6 @@
 """Turning a launch request body into a services.launch call; shared by the Platter API and
 the CESGA-compatible surface. The body is the product's options plus the launch-level keys
-(name, disk_kind, lease, reuse_data_from), all checked by
+(name, disk_kind, lease, reuse_data_from, idle_minutes, allowed_sources), all checked by
 apps.clusters.launch_requests.parse_launch, as the web form's are."""
 
 from typing import Any
@@ -42,6 +42,7 @@ def launch_from_body(user, version: ProductVersion, body: Any) -> Cluster:
         actor=user,
         spec=request.spec,
         idle_minutes=request.idle_minutes,
+        allowed_sources=request.allowed_sources,
     )
 
 

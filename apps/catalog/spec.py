@@ -31,7 +31,9 @@ from . import disk_paths
 from .spec_errors import DefinitionError, Path, Problem, brief, from_pydantic
 
 # Launch-level keys a launch request may carry next to the product options.
-LAUNCH_KEYS = frozenset({"name", "disk_kind", "lease", "reuse_data_from", "idle_minutes"})
+LAUNCH_KEYS = frozenset(
+    {"name", "disk_kind", "lease", "reuse_data_from", "idle_minutes", "allowed_sources"}
+)
 DISK_KINDS = ("hdd", "ssd", "nvme")
 SECTIONS = ("required", "optional", "advanced")
 OPTION_TYPES = ("int", "str", "bool", "choice")

@@ -6,7 +6,8 @@ API (POST /api/v1/products/<p>/<v> and POST /api/v1/clusters) and CESGA's launch
                     request.lease_hours, request.reuse_data_from)
 
 ``data`` holds the launch keys (``name``, ``disk_kind``, ``lease`` in hours,
-``reuse_data_from``: a destroyed cluster's id) next to the product's options (the version's
+``reuse_data_from``: a destroyed cluster's id, ``idle_minutes``, ``allowed_sources``: the
+sources that reach its ports, perimeter.py) next to the product's options (the version's
 ``options_schema``). Values may be JSON values or the strings a form posts ("3", "true");
 a missing, ``None`` or empty value means the default. Every bad field is reported at once:
 ``LaunchError.errors`` maps the field to a message naming the problem."""
@@ -25,6 +26,7 @@ from apps.catalog.options import LAUNCH_KEYS, ClusterSpec, OptionsError, resolve
 
 from .idle import IdleLimitError, check_limit
 from .models import Cluster
+from .perimeter import SourceError, parse_sources
 
 NAME = re.compile(r"[-a-zA-Z0-9_]{1,63}")
 NAME_RULE = "letters, digits, dashes and underscores, at most 63"
@@ -51,6 +53,8 @@ class LaunchRequest:
     reuse_data_from: Cluster | None
     disk_kind: str
     idle_minutes: int | None = None  # stop after this long unused (idle.py); None: none of its own
+    # The owner's allow-list (perimeter.py), normalised; empty: members, portal and SSH only.
+    allowed_sources: tuple[str, ...] = ()
 
 
 def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> LaunchRequest:
@@ -73,6 +77,9 @@ def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> L
     idle_minutes, problem = _idle_minutes(given.get("idle_minutes"))
     if problem:
         errors["idle_minutes"] = problem
+    sources, problem = _allowed_sources(given.get("allowed_sources"))
+    if problem:
+        errors["allowed_sources"] = problem
 
     options = {k: v for k, v in given.items() if k not in LAUNCH_KEYS - {"disk_kind"}}
     spec = None
@@ -94,7 +101,21 @@ def parse_launch(version: ProductVersion, data: dict[str, Any], owner: Any) -> L
         reuse_data_from=reuse,
         disk_kind=spec.disk_kind,
         idle_minutes=idle_minutes,
+        allowed_sources=tuple(sources),
     )
+
+
+def _allowed_sources(value: Any) -> tuple[list[str], str | None]:
+    """IPv4 addresses and CIDRs: a list, or one string of them split on commas and spaces (as
+    the form posts it); the message names the first bad entry."""
+    if value is None:
+        return [], None
+    if not isinstance(value, (list, str)):
+        return [], f"must be a list of IPv4 addresses or CIDRs; got {_brief(value)}"
+    try:
+        return parse_sources(value), None
+    except SourceError as error:
+        return [], str(error)
 
 
 def _idle_minutes(value: Any) -> tuple[int | None, str | None]:

@@ -24,6 +24,7 @@ from . import idle, placement, preview
 from .admission import admit_queued
 from .models import Cluster, Instance
 from .names import NameTaken, create_named
+from .perimeter import parse_sources
 from .quotas import Demand, QuotaExceeded, check_quota
 from .reservation import Rejection, Reservation, release, reserve
 from .states import LEASED, requested_in
@@ -129,10 +130,12 @@ def create_cluster(
     reuse_data_of: Cluster | None = None,
     *,
     actor: Actor = None,
+    allowed_sources: list[str] | None = None,
 ) -> Cluster:
     """A queued cluster with its instance rows. Raises QuotaExceeded (HTTP 403) when even
     the current usage leaves no room; the reservation checks again under locks. `actor` is
-    who asked (for the audit log); a launch is on the owner's behalf unless named otherwise."""
+    who asked (for the audit log); a launch is on the owner's behalf unless named otherwise.
+    `allowed_sources`: the owner's allow-list, as perimeter.parse_sources normalised it."""
     check_quota(owner.id, Demand.of(instances))
     if reuse_data_of is not None and reuse_data_of.owner_id != owner.id:
         raise ReuseError(f"cluster {reuse_data_of.name} belongs to someone else")
@@ -148,6 +151,7 @@ def create_cluster(
             options=options or {},
             expires_at=_lease_end(lease_hours, timezone.now()),
             reuse_data_of=reuse_data_of,
+            allowed_sources=allowed_sources or [],
         ),
     )
     add_instances(cluster, instances)
@@ -162,6 +166,7 @@ def create_cluster(
         options=options or {},
         lease_hours=lease_hours,
         reuse_data_of=reuse_data_of.id if reuse_data_of else None,
+        allowed_sources=allowed_sources or [],
     )
     bus.dispatch(bus.LAUNCH, cluster.id)
     return cluster
@@ -178,10 +183,12 @@ def launch(
     actor: Actor = None,
     spec: ClusterSpec | None = None,
     idle_minutes: int | None = None,
+    allowed_sources: Iterable[str] = (),
 ) -> Cluster:
     """Resolve the catalog options (OptionsError names bad ones) and queue the cluster.
     `spec`: what apps.clusters.launch_requests.parse_launch resolved from these options already;
-    `idle_minutes`: its idle limit (checked there too), if any."""
+    `idle_minutes`: its idle limit (checked there too), if any; `allowed_sources`: who else
+    reaches its ports (perimeter.py; SourceError names a bad entry)."""
     from apps.catalog.images import require_images  # the catalog owns option and image rules
     from apps.catalog.options import resolve
 
@@ -191,7 +198,15 @@ def launch(
     if reuse_data_of is None and (problem := placement.never_fits(spec.instances)):
         raise NeverFits(f"this cluster could never run on this pool: {problem}")
     cluster = create_cluster(
-        owner, version, name, spec.instances, options, lease_hours, reuse_data_of, actor=actor
+        owner,
+        version,
+        name,
+        spec.instances,
+        options,
+        lease_hours,
+        reuse_data_of,
+        actor=actor,
+        allowed_sources=parse_sources(allowed_sources),
     )
     if idle_minutes is not None:
         idle.set_limit(cluster.id, idle_minutes)

@@ -4,7 +4,7 @@ checks the quota under its locks; then, in the same transaction, budgets.check_g
 the owner's groups' budgets under theirs, and a refusal (BudgetExceeded, a QuotaExceeded: HTTP
 403) rolls the whole growth back: its state, its instances, its audit row and its task."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TypeVar
 
@@ -43,6 +43,7 @@ def launch(
     actor: Actor = None,
     spec: ClusterSpec | None = None,
     idle_minutes: int | None = None,
+    allowed_sources: Iterable[str] = (),
 ) -> Cluster:
     """services.launch, within the budgets of the owner's groups."""
     return within_budget(
@@ -58,6 +59,7 @@ def launch(
             actor=actor,
             spec=spec,
             idle_minutes=idle_minutes,
+            allowed_sources=allowed_sources,
         ),
     )
 

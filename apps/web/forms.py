@@ -16,6 +16,7 @@ LAUNCH_SECTION = {
     "disk_kind": "optional",
     "lease": "optional",
     "idle_minutes": "optional",
+    "allowed_sources": "optional",
     "reuse_data_from": "advanced",
 }
 
@@ -77,6 +78,13 @@ class LaunchForm(forms.Form):
         required=False,
         label="Idle stop (minutes)",
         help_text="Stopped (data kept) after this long unused; empty: your group's default",
+    )
+    allowed_sources = forms.CharField(
+        required=False,
+        label="Who may connect",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. 10.8.0.0/16, 192.0.2.7"}),
+        help_text="IPv4 addresses or CIDRs that reach its ports directly, separated by commas "
+        "or spaces; empty: only its members and the portal (SSH answers everyone with your keys)",
     )
     reuse_data_from = forms.CharField(
         widget=forms.Select(),

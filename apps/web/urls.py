@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, catalog, clusters, resize, usage
+from .views import account, catalog, clusters, perimeter, resize, usage
 
 app_name = "web"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("clusters/<int:cluster_id>/start", clusters.cluster_start, name="start"),
     path("clusters/<int:cluster_id>/extend", clusters.cluster_extend, name="extend"),
     path("clusters/<int:cluster_id>/idle", clusters.cluster_idle, name="idle"),
+    path("clusters/<int:cluster_id>/sources", perimeter.cluster_sources, name="sources"),
     path("clusters/<int:cluster_id>/resize", resize.cluster_resize, name="resize"),
     path(
         "clusters/<int:cluster_id>/resize/preview",

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
-from apps.clusters import connection, idle, notebook, queue_position
+from apps.clusters import connection, idle, notebook, perimeter, queue_position
 from apps.clusters.data_path import InstanceDataPath, data_path, label_destinations
 from apps.clusters.launch_requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
 from apps.clusters.models import Cluster, ClusterEvent, Instance
@@ -239,6 +239,34 @@ class IdleLimitSerializer(serializers.Serializer):
     )
 
 
+SOURCES_HELP = (
+    "IPv4 addresses or CIDRs (10.8.0.0/16, 192.0.2.7) that reach the cluster's ports directly, "
+    "besides its members, the portal and the site's ranges; SSH (22) answers everyone with the "
+    "owner's keys. Empty: nobody else."
+)
+
+
+class AllowedSourcesSerializer(serializers.Serializer):
+    allowed_sources = serializers.ListField(
+        child=serializers.CharField(), allow_empty=True, help_text=SOURCES_HELP
+    )
+
+    def validate_allowed_sources(self, value: list[str]) -> list[str]:
+        try:
+            return perimeter.parse_sources(value)  # the one rule: a bad entry is named
+        except perimeter.SourceError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+class PerimeterSerializer(serializers.Serializer):
+    allowed_sources = serializers.ListField(child=serializers.CharField(), help_text=SOURCES_HELP)
+    site_sources = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the portal's and the site's ranges (a bastion, a VPN): every cluster lets "
+        "them in",
+    )
+
+
 class NotebookStateSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["adding", "starting", "ready", "stopped", "failed"])
     words = serializers.CharField(help_text="the state in words, with the reason of a failure")
@@ -258,6 +286,10 @@ class ClusterDetailSerializer(ClusterSerializer):
     queue = serializers.SerializerMethodField()
     provisioning = serializers.SerializerMethodField()
     data_path = serializers.SerializerMethodField()
+    allowed_sources = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text=SOURCES_HELP
+    )
+    site_sources = serializers.SerializerMethodField()
 
     class Meta(ClusterSerializer.Meta):
         fields = [
@@ -274,7 +306,14 @@ class ClusterDetailSerializer(ClusterSerializer):
             "data_path",
             "idle",
             "notebook",
+            "allowed_sources",
+            "site_sources",
         ]
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_site_sources(self, cluster: Cluster) -> list[str]:
+        """The portal's and the site's ranges (a bastion, a VPN): every cluster lets them in."""
+        return perimeter.site_sources()
 
     @extend_schema_field(NotebookStateSerializer(allow_null=True))
     def get_notebook(self, cluster: Cluster) -> dict | None:
@@ -473,6 +512,8 @@ def detail_dict(request, cluster: Cluster) -> dict:
         }
         if found
         else None,
+        "allowed_sources": [str(source) for source in cluster.allowed_sources],
+        "site_sources": perimeter.site_sources(),
     }
 
 
@@ -491,6 +532,9 @@ class LaunchSerializer(serializers.Serializer):
         min_value=1,
         max_value=MAX_ID,
         help_text="id of a destroyed cluster of yours, of the same product",
+    )
+    allowed_sources = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text=SOURCES_HELP
     )
 
 

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import idle, logs, services
+from apps.clusters import idle, logs, perimeter, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
 from apps.usage import growth
@@ -27,6 +27,7 @@ from ..permissions import visible_clusters
 from ..schema import ErrorSerializer
 from ..serializers.clusters import (
     LIST_COLUMNS,
+    AllowedSourcesSerializer,
     ClusterCreateSerializer,
     ClusterDetailSerializer,
     ClusterSerializer,
@@ -34,6 +35,7 @@ from ..serializers.clusters import (
     ExtendSerializer,
     IdleLimitSerializer,
     IdleStatusSerializer,
+    PerimeterSerializer,
     ResizeSerializer,
     cluster_url,
     detail_dict,
@@ -125,7 +127,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
                 version__product__name=self.kwargs["product"],
                 version__version=self.kwargs["version"],
             )
-        if self.action in ("list", "logs", "events"):  # the list reads its columns: list()
+        if self.action in ("list", "logs", "events", "allowed_sources"):  # list(): its columns
             return clusters
         return detail_queryset(clusters)
 
@@ -255,6 +257,32 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         idle.keep_running(cluster.id)
         cluster.refresh_from_db()
         return Response(IdleStatusSerializer(idle.status(cluster)).data)
+
+    @extend_schema(
+        request=AllowedSourcesSerializer,
+        responses={
+            200: PerimeterSerializer,
+            409: OpenApiResponse(ErrorSerializer, "the cluster is destroyed or on its way out"),
+        },
+    )
+    @action(detail=True, methods=["put"], url_path="allowed-sources")
+    def allowed_sources(self, request: Request, **kwargs) -> Response:
+        """Replace the allow-list: the IPv4 addresses and CIDRs that reach the cluster's ports
+        directly, besides its members, the portal and the site's ranges (`site_sources`); SSH
+        (22) answers everyone with the owner's keys. `[]`: nobody else. The nodes' firewalls
+        follow within seconds. 400 naming a bad entry."""
+        cluster = self.get_object()
+        asked = AllowedSourcesSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        by = signed_in_user(request).username
+        try:
+            sources = perimeter.set_allowed_sources(
+                cluster.id, asked.validated_data["allowed_sources"], by
+            )
+        except perimeter.SourceError as error:  # its entries passed above: the cluster's state
+            raise ApiError(409, "conflict", str(error)) from None
+        answer = {"allowed_sources": sources, "site_sources": perimeter.site_sources()}
+        return Response(PerimeterSerializer(answer).data)
 
     @extend_schema(parameters=[EventQuerySerializer], responses={200: EventPageSerializer})
     @action(detail=True, methods=["get"])

@@ -65,8 +65,15 @@ def test_it_rejects_unknown_options_by_name():
 
 
 def test_it_accepts_and_ignores_launch_keys():
-    options = {"name": "mine", "lease": "2h", "reuse_data_from": 7, "idle_minutes": 30}
-    assert {"name", "lease", "reuse_data_from", "disk_kind", "idle_minutes"} == LAUNCH_KEYS
+    options = {
+        "name": "mine",
+        "lease": "2h",
+        "reuse_data_from": 7,
+        "idle_minutes": 30,
+        "allowed_sources": ["10.8.0.0/16"],
+    }
+    keys = {"name", "lease", "reuse_data_from", "disk_kind", "idle_minutes", "allowed_sources"}
+    assert keys == LAUNCH_KEYS
     assert resolve(make_version(), options) == resolve(make_version(), {})
 
 

@@ -48,6 +48,7 @@ def launch(request: HttpRequest, product: str, version: str) -> HttpResponse:
                 actor=request.user,
                 spec=parsed.spec if parsed else None,
                 idle_minutes=parsed.idle_minutes if parsed else None,
+                allowed_sources=parsed.allowed_sources if parsed else (),
             )
         except OptionsError as exc:
             for name, message in exc.errors.items():

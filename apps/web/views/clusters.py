@@ -114,7 +114,8 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The page; its poller's htmx requests (?state=&since=, what the page shows) get only
     what changed since (partials/cluster_live.html)."""
-    from .resize import notebook_form, resize_form  # they use this module's my_clusters
+    from .perimeter import sources_panel  # these use this module's my_clusters
+    from .resize import notebook_form, resize_form
 
     cluster = _detail(request, cluster_id)
     notebook = notebook_form(cluster)
@@ -133,6 +134,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
         "notebook": notebook,
+        **sources_panel(cluster),
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:
         context["data_path"] = data_path(cluster)
