@@ -1,12 +1,14 @@
 """The proxy's views: a cluster member's web UI, for the cluster's owner and staff.
 
 On the portal's host, portal_web_ui checks access with the portal's session and sends the
-browser to the cluster's own UI host with a one-time ticket (or, only where the site allows
-it, serves the UI right there, sandboxed). On a UI host (host_urls), redeem_ticket turns the
-ticket into that host's cookie and ui_host_web_ui serves the UI to the cookie's user.
+browser to the cluster's own UI host for a one-time ticket (or, only where the site allows
+it, serves the UI right there, sandboxed): bind_browser gives the browser a nonce there,
+issue_ticket on the portal mints a ticket bound to it (apps.proxy.tickets says how), and
+redeem_ticket turns the ticket into that host's cookie; ui_host_web_ui serves the UI to the
+cookie's user.
 """
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -43,7 +45,7 @@ def portal_web_ui(
         # Only a navigation gets a ticket: a script's fetch would only carry it elsewhere.
         if request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate":
             return _message(request, "Open web UIs from a link, not from a script.", 403)
-        return HttpResponseRedirect(_ticket_url(request, cluster.id))
+        return HttpResponseRedirect(_bind_url(request, cluster.id))
     if settings.PROXY_ON_PORTAL_ORIGIN:
         # Sandboxed pages post with "Origin: null" and no portal CSRF token: read-only.
         if request.method not in origins.SAFE_METHODS and not origins.same_origin(request):
@@ -56,16 +58,71 @@ def portal_web_ui(
     )
 
 
-def _ticket_url(request: HttpRequest, cluster_id: int) -> str:
-    host = origins.ui_host(cluster_id)
-    ticket = tickets.mint_ticket(
+def _bind_url(request: HttpRequest, cluster_id: int) -> str:
+    state = tickets.request_state(
         request.user,  # type: ignore[arg-type]  # signed in: checked by the caller
         cluster_id,
-        host,
+        origins.ui_host(cluster_id),
         request.get_full_path(),
         origins.request_origin(request),
     )
-    return f"{origins.ui_origin(request, cluster_id)}{tickets.TICKET_PATH}?t={quote(ticket)}"
+    return f"{origins.ui_origin(request, cluster_id)}{tickets.BIND_PATH}?s={quote(state)}"
+
+
+EXPIRED = (
+    "This link to a web UI has expired, was used already or was opened in another browser: "
+    "open the UI again from its cluster page."
+)
+
+
+@require_safe
+def bind_browser(request: HttpRequest) -> HttpResponseBase:
+    """On a UI host: give the browser its nonce and send it back to the portal for a ticket
+    bound to it."""
+    host = origins.host_of(request)
+    cluster_id = origins.cluster_of_host(host)
+    state = request.GET.get("s", "")
+    asked = tickets.read_state(state, host, cluster_id) if cluster_id is not None else None
+    if asked is None:
+        return _message(request, EXPIRED, 404)
+    nonce = tickets.browser_nonce(request)
+    path = reverse("proxy:ticket", args=[asked.cluster_id], urlconf=settings.ROOT_URLCONF)
+    query = urlencode({"s": state, "b": tickets.binding_of(nonce)})
+    response = HttpResponseRedirect(f"{asked.portal_origin}{path}?{query}")
+    tickets.set_bind_cookie(response, nonce)
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@require_safe
+def issue_ticket(request: HttpRequest, cluster_id: int) -> HttpResponseBase:
+    """On the portal: the session's user, the same the state names, gets a ticket bound to the
+    nonce whose hash the UI host sent along."""
+    asked = tickets.read_state(request.GET.get("s", ""), origins.ui_host(cluster_id), cluster_id)
+    binding = request.GET.get("b", "")
+    if asked is None or not tickets.is_binding(binding):
+        return _message(request, EXPIRED, 404)
+    if not request.user.is_authenticated:
+        return redirect_to_login(asked.next_path)  # back to the UI's path once signed in
+    if asked.user_id != request.user.pk:
+        return _message(request, "This link to a web UI was made for someone else.", 403)
+    if request.headers.get("Sec-Fetch-Mode", "navigate") != "navigate":
+        return _message(request, "Open web UIs from a link, not from a script.", 403)
+    get_object_or_404(Cluster.objects.visible_to(request.user), id=cluster_id)
+    ticket = tickets.mint_ticket(
+        request.user,
+        cluster_id,
+        origins.ui_host(cluster_id),
+        asked.next_path,
+        asked.portal_origin,
+        binding,
+    )
+    response = HttpResponseRedirect(
+        f"{origins.ui_origin(request, cluster_id)}{tickets.TICKET_PATH}?t={quote(ticket)}"
+    )
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @require_safe
@@ -74,16 +131,12 @@ def redeem_ticket(request: HttpRequest) -> HttpResponseBase:
     cluster_id = origins.cluster_of_host(host)
     ticket = user = None
     if cluster_id is not None:
-        ticket = tickets.redeem_ticket(request.GET.get("t", ""), host, cluster_id)
+        nonce = request.COOKIES.get(tickets.bind_cookie_name(), "")
+        ticket = tickets.redeem_ticket(request.GET.get("t", ""), host, cluster_id, nonce)
     if ticket is not None:
         user = get_user_model().objects.filter(pk=ticket.user_id, is_active=True).first()
     if ticket is None or user is None:
-        return _message(
-            request,
-            "This link to a web UI has expired or was used already: "
-            "open the UI again from its cluster page.",
-            404,
-        )
+        return _message(request, EXPIRED, 404)
     response = HttpResponseRedirect(ticket.next_path)  # a path on this same host
     tickets.set_cookie(
         response, tickets.cookie_value(user, ticket.cluster_id, host, ticket.portal_origin)

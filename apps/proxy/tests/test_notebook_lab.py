@@ -28,6 +28,7 @@ from apps.clusters.tests.waiting import wait_for
 from apps.lab import devservers
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 from apps.lab.tests.test_devservers import free_port
+from apps.proxy import tickets
 from apps.proxy.tests.test_lab import assert_host_reaches
 from conftest import _database_url
 from portal.tests.test_streams_server import session_of
@@ -100,12 +101,23 @@ def open_as(port: int, session: str | None, path: str) -> httpx.Response:
 
 
 def ui_host_for(port: int, session: str, cluster: Cluster, path: str) -> UIHost:
-    """Follow the portal's ticket redirect as a browser does; the UI host's cookie."""
+    """Follow the portal's redirects for a ticket as a browser does (to the UI host for a
+    nonce, back to the portal for a ticket bound to it, to the UI host with the ticket); the
+    UI host's cookie."""
     answer = open_as(port, session, path)
     assert answer.status_code == 302, answer.text[:500]
-    ticket = urlsplit(answer.headers["location"])
-    assert ticket.netloc == f"c{cluster.id}.ui.localhost:{port}"
+    bind = urlsplit(answer.headers["location"])
+    assert bind.netloc == f"c{cluster.id}.ui.localhost:{port}"
     ui = UIHost(port, cluster.id, "")
+    back = ui.request("GET", f"{bind.path}?{bind.query}")
+    assert back.status_code == 302, back.text[:500]
+    nonce = tickets.bind_cookie_name()
+    ui.cookie = f"{nonce}={back.cookies[nonce]}"
+    portal = urlsplit(back.headers["location"])  # the portal that sent the browser
+    minted = open_as(port, session, f"{portal.path}?{portal.query}")
+    assert minted.status_code == 302, minted.text[:500]
+    ticket = urlsplit(minted.headers["location"])
+    assert ticket.netloc == bind.netloc
     redeemed = ui.request("GET", f"{ticket.path}?{ticket.query}")
     assert redeemed.status_code == 302 and redeemed.headers["location"] == path
     name = settings.UI_COOKIE_NAME

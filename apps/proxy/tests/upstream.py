@@ -263,17 +263,37 @@ def cluster_on(owner, port: int, closed_port: int) -> Cluster:
     return cluster
 
 
-def open_ui(user, ui_path: str) -> Client:
-    """A browser that opened ui_path (a UI's path on the portal) as user: the portal checked
-    access and sent it to the cluster's UI host with a ticket, which it exchanged for that
-    host's cookie. The client returned talks to the UI host and holds only that cookie."""
-    portal = Client()
-    portal.force_login(user)
-    minted = portal.get(ui_path)
+def go(client: Client, location: str):
+    """What client gets for a redirect's Location (absolute or not), not following further."""
+    url = urlsplit(location)
+    return client.get(f"{url.path}?{url.query}" if url.query else url.path)
+
+
+def ticket_for(portal: Client, ui_path: str) -> tuple[Client, str]:
+    """(the UI host's client, the ticket's path there) once the browser signed in as portal
+    opened ui_path: the portal sent it to the UI host, which gave it a nonce and sent it back
+    for a ticket bound to that nonce. The UI host's client holds only the nonce cookie."""
+    bind = portal.get(ui_path)
+    assert bind.status_code == 302, bind
+    ui = Client(HTTP_HOST=urlsplit(bind["Location"]).netloc)
+    back = go(ui, bind["Location"])
+    assert back.status_code == 302, back
+    minted = go(portal, back["Location"])
     assert minted.status_code == 302, minted
     ticket = urlsplit(minted["Location"])
-    ui = Client(HTTP_HOST=ticket.netloc)
-    redeemed = ui.get(f"{ticket.path}?{ticket.query}")
+    assert ticket.netloc == urlsplit(bind["Location"]).netloc
+    return ui, f"{ticket.path}?{ticket.query}"
+
+
+def open_ui(user, ui_path: str) -> Client:
+    """A browser that opened ui_path (a UI's path on the portal) as user: the portal checked
+    access and sent it to the cluster's UI host for a ticket (ticket_for), which it exchanged
+    for that host's cookie. The client returned talks to the UI host and holds only its
+    cookies."""
+    portal = Client()
+    portal.force_login(user)
+    ui, ticket = ticket_for(portal, ui_path)
+    redeemed = ui.get(ticket)
     assert redeemed.status_code == 302, redeemed
     assert redeemed["Location"] == ui_path
     return ui
