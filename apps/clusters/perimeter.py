@@ -47,21 +47,21 @@ def parse_sources(values: Iterable[str] | str) -> list[str]:
     Raises SourceError naming the first entry that is none, or a list that is too long."""
     if isinstance(values, str):
         values = values.replace(",", " ").split()
+    if not isinstance(values, list | tuple):
+        raise SourceError("give a list of IPv4 addresses or CIDRs, or one text of them")
     sources: set[ipaddress.IPv4Network] = set()
     for value in values:
         if not isinstance(value, str):
-            raise SourceError(
-                f"{value!r} is not an address or CIDR (give text such as 10.1.2.0/24)"
-            )
+            raise SourceError(f"{_brief(value)} is not an address or CIDR (e.g. 10.1.2.0/24)")
         text = value.strip()
         try:
             network = ipaddress.ip_network(text, strict=False)
         except ValueError:
             raise SourceError(
-                f"{text!r} is not an IPv4 address or CIDR (e.g. 10.1.2.0/24)"
+                f"{_brief(text)} is not an IPv4 address or CIDR (e.g. 10.1.2.0/24)"
             ) from None
         if network.version != 4:
-            raise SourceError(f"{text!r} is IPv6: cluster networks are IPv4 only")
+            raise SourceError(f"{_brief(text)} is IPv6: cluster networks are IPv4 only")
         sources.add(network)
     limit = settings.PERIMETER_MAX_SOURCES
     if len(sources) > limit:
@@ -70,6 +70,12 @@ def parse_sources(values: Iterable[str] | str) -> list[str]:
         str(net)
         for net in sorted(sources, key=lambda net: (int(net.network_address), net.prefixlen))
     ]
+
+
+def _brief(value: object) -> str:
+    """An entry as a message shows it: quoted, and cut when it is long (it is the sender's)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def site_sources() -> list[str]:

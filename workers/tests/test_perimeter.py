@@ -85,10 +85,13 @@ def test_an_allow_list_is_kept_normalised(given, kept):
         ("2001:db8::/32", "IPv6"),
         ("10.0.0.1; drop", "'10.0.0.1;'"),
         ([7], "7"),
+        (7, "a list"),
+        ({"10.0.0.0/8": 1}, "a list"),
+        ("1" * 500, r"'1111+\.\.\. is not"),
     ],
 )
 def test_a_bad_entry_is_refused_by_name(given, named):
-    with pytest.raises(rules.SourceError, match=named.replace("[", r"\[")):
+    with pytest.raises(rules.SourceError, match=named):
         rules.parse_sources(given)
 
 
