@@ -71,7 +71,9 @@ def sign_in(server, alice) -> tuple[httpx.Response, httpx.Response]:
     origin = server.url.replace("http://", "https://")
     form = httpx.get(f"{server.url}/accounts/login/", headers=HTTPS)
     csrf = cookies_of(form)["__Host-csrftoken"]
-    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.content).group(1)
+    found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.content)
+    assert found, form.text
+    token = found.group(1)
     signed_in = httpx.post(
         f"{server.url}/accounts/login/",
         data={
