@@ -20,7 +20,8 @@ def test_compose_and_caddy_serve_the_wildcard_ui_domain():
     assert proxy["environment"]["PLATTER_UI_DOMAIN"] == "${PLATTER_UI_DOMAIN}"
     assert "./secrets/ui-certificate:/etc/caddy/ui-certificate:ro" in proxy["volumes"]
     caddyfile = (BASE_DIR / "deploy" / "Caddyfile").read_text()
-    block = caddyfile.split("*.{$PLATTER_UI_DOMAIN} {", 1)[1].split("}", 1)[0]
+    # The site block: up to the closing brace at the start of a line (inner blocks indent).
+    block = caddyfile.split("*.{$PLATTER_UI_DOMAIN} {", 1)[1].split("\n}", 1)[0]
     assert "tls /etc/caddy/ui-certificate/fullchain.pem" in block
     assert "reverse_proxy web:8000" in block
     assert "/srv/static" not in block  # a UI host serves no portal file
