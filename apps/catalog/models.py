@@ -43,6 +43,9 @@ class ProductVersion(models.Model):
     configure = models.JSONField(default=list, blank=True)
     # Linux capabilities the containers get back (they start with none); see catalog.services.
     capabilities = models.JSONField(default=list, blank=True)
+    # The product plugin (apps/products/registry.py) that resizes it, runs its jobs, says when
+    # it is in use; blank: the generic one, which resizes no role that keeps state.
+    plugin = models.CharField(max_length=32, blank=True, default="")
     # Versions asking for capabilities beyond Docker's default set run only once an admin
     # trusts them.
     trusted = models.BooleanField(default=False)

@@ -29,6 +29,7 @@ DEFINITION_FIELDS = (
     "environment",
     "configure",
     "capabilities",
+    "plugin",
 )
 
 
@@ -74,7 +75,9 @@ def definition_of(revision: ProductRevision, version: ProductVersion) -> Product
         trusted=version.trusted,
         enabled=version.enabled,
         created=version.created,
-        **{name: revision.definition.get(name) for name in DEFINITION_FIELDS},
+        **{name: revision.definition.get(name) for name in DEFINITION_FIELDS if name != "plugin"},
+        # A revision made before plugins were named has none: the generic plugin's.
+        plugin=revision.definition.get("plugin") or "",
     )
     if ProductVersion.product.is_cached(version):  # no query for an already loaded product
         frozen.product = version.product

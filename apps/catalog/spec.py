@@ -13,7 +13,7 @@ defaults, role names used by options, ports and steps, placeholders). The second
 whatever fields parsed, so an admin sees every problem at once.
 
 This module imports nothing else of the catalog but its errors (spec_errors.py) and the disk
-path rule (disk_paths.py): options.py,
+path rule (disk_paths.py), and of other apps only the plugins' names (apps.products): options.py,
 templating.py and models.py build on it (no import cycle)."""
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
+
+from apps.products import registry as plugins
 
 from . import disk_paths
 from .spec_errors import DefinitionError, Path, Problem, brief, from_pydantic
@@ -56,6 +58,7 @@ DEFINITION_FIELDS = (
     "environment",
     "configure",
     "capabilities",
+    "plugin",
 )
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
@@ -263,6 +266,8 @@ SECTION_TYPES: dict[str, Any] = {
     "environment": dict[EnvName, str],
     "configure": list[ConfigureStep],
     "capabilities": list[Capability],
+    # The product plugin (apps/products) that resizes it, runs its jobs...; "" the generic one.
+    "plugin": Annotated[str, Field(max_length=32)],
 }
 ADAPTERS = {name: TypeAdapter(kind) for name, kind in SECTION_TYPES.items()}
 
@@ -279,6 +284,7 @@ class ProductDefinition:
     environment: dict[str, str] = field(default_factory=dict)
     configure: list[ConfigureStep] = field(default_factory=list)
     capabilities: list[str] = field(default_factory=list)
+    plugin: str = ""
 
     @cached_property
     def options(self) -> dict[str, Option]:
@@ -423,6 +429,15 @@ def _check(parsed: dict[str, Any], fields: dict[str, Any]) -> list[Problem]:
         if port.token and not port.ui:
             out.append(Problem(("ports", n, "token"), 'only a web UI ("ui": true) takes a token'))
     _check_placeholders(parsed, fields, out)
+    plugin = parsed.get("plugin")
+    if plugin and plugin not in plugins.names():
+        out.append(
+            Problem(
+                ("plugin",),
+                f"no plugin named {plugin!r}: one of {', '.join(plugins.names())} "
+                "(or none, for the generic one)",
+            )
+        )
     return out
 
 

@@ -41,7 +41,7 @@ def test_only_the_node_layer_imports_the_docker_sdk():
     assert any(u.startswith("apps/nodes/") for u in users)
 
 
-@pytest.mark.parametrize("app", ["catalog", "clusters"])
+@pytest.mark.parametrize("app", ["catalog", "clusters", "products"])
 def test_an_apps_modules_import_each_other_without_a_cycle(app):
     """An app's own imports (top-level and deferred ones alike) form no cycle. The clusters
     app's admission pass and the releases that wake it meet through wakeup.py instead."""
@@ -90,7 +90,9 @@ def _cycles_from(start: str, graph: dict[str, set[str]]) -> list[list[str]]:
 # The floors, lowest first: an app imports only apps on its floor or below, and no circle runs
 # through apps on one floor. audit and metrics record for every floor, and tasks is the bus
 # every floor hands work to the workers through, by name; nodes talks to the engines and holds
-# the portal CA; the exporter (/metrics) reads the clusters, the inventory and usage, so it
+# the portal CA; the product plugins (apps/products) sit under the catalog that names them
+# and the clusters and workers that ask them, seeing clusters only through what they are
+# handed; the exporter (/metrics) reads the clusters, the inventory and usage, so it
 # sits with the other front doors; workers and the lab sit above all apps.
 FLOORS = {
     "audit": 0,
@@ -100,6 +102,7 @@ FLOORS = {
     "inventory": 2,
     "accounts": 2,
     "tokens": 2,
+    "products": 2,
     "catalog": 3,
     "clusters": 4,
     "jobs": 5,
