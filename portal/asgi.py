@@ -14,11 +14,11 @@ import os
 import django
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
-from django.db import connections
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
 from portal.body_limit import bounded_bodies
+from portal.streams import release_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
@@ -34,17 +34,9 @@ class OneTripASGIHandler(ASGIHandler):
 
     def _respond(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
-        if response.streaming:
+        if response.streaming:  # a stream may last minutes: its connections go back now
             release_connections()
         return response
-
-
-def release_connections() -> None:
-    """A stream may last minutes: its request's database connections go back now (to the pool,
-    or closed) rather than when the stream ends. One inside a transaction stays."""
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is not None and not connection.in_atomic_block:
-            connection.close()
 
 
 def django_application() -> OneTripASGIHandler:

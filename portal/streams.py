@@ -12,6 +12,13 @@ both take the last slot.
 or, where the slot is taken before the answer starts and held while its body streams:
     slot = claim(user.id, "logs")                   # in the view: 429 before any byte
     return StreamingHttpResponse(held(slot, body, deadline=...))
+
+Node calls made inside a web request (a job's outputs, an HDFS listing, a container's log, a
+download's first bytes) count the same way in a pool of their own, NODE_CALLS_PER_USER each,
+and give the request's database connections back before they wait:
+
+    with node_call(user.id, "job outputs"):         # TooManyNodeCalls when over the limit
+        found = results.list_outputs(job)
 """
 
 import asyncio
@@ -19,13 +26,15 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 
 from apps.metrics import store
 
@@ -33,6 +42,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 KEY = "platter:streams:{user_id}"
+NODE_CALLS_KEY = "platter:node-calls:{user_id}"
+_in_node_call: ContextVar[bool] = ContextVar("in_node_call", default=False)
 # Redis's clock, not each web host's, decides what has expired.
 CLAIM = """
 local now = redis.call('TIME')
@@ -63,21 +74,58 @@ class TooManyStreams(Exception):
         )
 
 
+class TooManyNodeCalls(TooManyStreams):
+    """The user has NODE_CALLS_PER_USER node calls in flight; the message names the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        Exception.__init__(
+            self,
+            f"too many node calls in flight: at most {limit} per user (job outputs and their "
+            "downloads, HDFS listings, container logs); wait for one to end, then try again",
+        )
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What a slot counts against: its Redis key, its per-user limit and how long a slot
+    lives unrefreshed (longer than the longest wait it covers)."""
+
+    key: str
+    limit_setting: str
+    ttl_setting: str
+    refusal: type[TooManyStreams]
+
+    @property
+    def limit(self) -> int:
+        return getattr(settings, self.limit_setting)
+
+    @property
+    def ttl(self) -> int:
+        return getattr(settings, self.ttl_setting)
+
+
+STREAMS = Pool(KEY, "STREAMS_PER_USER", "STREAM_SLOT_TTL", TooManyStreams)
+NODE_CALLS = Pool(NODE_CALLS_KEY, "NODE_CALLS_PER_USER", "NODE_CALL_SLOT_TTL", TooManyNodeCalls)
+
+
 @dataclass
 class Slot:
-    """One open stream of a user; release() is safe to call more than once."""
+    """One open stream (or node call) of a user; release() is safe to call more than once."""
 
     user_id: int
     kind: str
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     released: bool = False
+    pool: Pool = STREAMS
+    handed_over: bool = False  # to a response's body, which releases it (node_call)
 
     @property
     def key(self) -> str:
-        return KEY.format(user_id=self.user_id)
+        return self.pool.key.format(user_id=self.user_id)
 
     def refresh(self) -> None:
-        _redis(lambda r: r.eval(REFRESH, 1, self.key, settings.STREAM_SLOT_TTL, self.token))
+        _redis(lambda r: r.eval(REFRESH, 1, self.key, self.pool.ttl, self.token))
 
     def release(self) -> None:
         if not self.released:
@@ -101,22 +149,55 @@ def _redis(command):
         return None
 
 
-def claim(user_id: int, kind: str) -> Slot:
-    """A slot for a new stream of the user's; TooManyStreams when they have the most open."""
-    limit = settings.STREAMS_PER_USER
-    slot = Slot(user_id, kind)
-    taken = _redis(
-        lambda r: r.eval(CLAIM, 1, slot.key, limit, settings.STREAM_SLOT_TTL, slot.token)
-    )
+def claim(user_id: int, kind: str, pool: Pool = STREAMS) -> Slot:
+    """A slot for a new stream of the user's; TooManyStreams (the pool's refusal) when they
+    have the most open."""
+    limit = pool.limit
+    slot = Slot(user_id, kind, pool=pool)
+    taken = _redis(lambda r: r.eval(CLAIM, 1, slot.key, limit, pool.ttl, slot.token))
     if taken == 0:
-        raise TooManyStreams(limit)
+        raise pool.refusal(limit)
     return slot
 
 
-def open_streams(user_id: int) -> int:
+def open_streams(user_id: int, pool: Pool = STREAMS) -> int:
     """How many unexpired slots the user holds (for tests and the bench)."""
-    key = KEY.format(user_id=user_id)
+    key = pool.key.format(user_id=user_id)
     return _redis(lambda r: r.zcount(key, time.time(), "+inf")) or 0
+
+
+@contextmanager
+def node_call(user_id: int, what: str) -> Iterator[Slot]:
+    """Hold one of the user's node-call slots for the block, in which the request's database
+    connections go back as each node client is taken (before_node_call: the lookups that
+    found the node are done by then), so a slow node holds neither a connection nor more than
+    the user's share. TooManyNodeCalls when the user has NODE_CALLS_PER_USER in flight. A call
+    whose answer goes on streaming (a download) passes the slot on with `slot.handed_over =
+    True`; the body (held) then releases it when it ends."""
+    slot = claim(user_id, what, NODE_CALLS)
+    inside = _in_node_call.set(True)
+    try:
+        yield slot
+    finally:
+        _in_node_call.reset(inside)
+        if not slot.handed_over:
+            slot.release()
+
+
+def before_node_call() -> None:
+    """The node layer calls this as it hands out a client: inside node_call, the request's
+    database connections go back now, as what comes next waits on a node."""
+    if _in_node_call.get():
+        release_connections()
+
+
+def release_connections() -> None:
+    """Give the request's database connections back now (to the pool, or closed) rather than
+    when it ends: before a wait on a node, or a stream that may last minutes. One inside a
+    transaction (a test's, or an atomic block) stays; the next query opens one again."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()
 
 
 async def aclaim(user_id: int, kind: str) -> Slot:
@@ -138,19 +219,19 @@ async def stream_slot(user_id: int, kind: str) -> AsyncIterator[Slot]:
 
 async def _keep(slot: Slot) -> None:
     while True:
-        await asyncio.sleep(settings.STREAM_SLOT_TTL / 3)
+        await asyncio.sleep(slot.pool.ttl / 3)
         await slot.arefresh()
 
 
 async def held(
-    slot: Slot | None, body: AsyncIterator[T], *, deadline: float, ended: T | None = None
+    slot: Slot | None, body: AsyncIterator[T], *, deadline: float | None, ended: T | None = None
 ) -> AsyncIterator[T]:
     """The body, with the slot held (and kept fresh) until it ends, the client leaves or
-    `deadline` seconds pass; then `ended`, if given, says the deadline cut it. The slot is
-    released whichever way it ends. Without a slot, only the deadline applies."""
+    `deadline` seconds pass (None: no deadline); then `ended`, if given, says the deadline cut
+    it. The slot is released whichever way it ends. Without a slot, only the deadline applies."""
     # The deadline wraps each wait for the body, never a yield: a timeout around a yield would
     # cancel whatever the consumer awaits at that moment (sending to the client).
-    end = asyncio.get_running_loop().time() + deadline
+    end = None if deadline is None else asyncio.get_running_loop().time() + deadline
     keeper = asyncio.create_task(_keep(slot)) if slot is not None else None
     try:
         while True:

@@ -28,7 +28,7 @@ from apps.clusters.services import (
     TransitionError,
 )
 from apps.tokens.services import TokenOutlivesItsMaker
-from portal.streams import TooManyStreams
+from portal.streams import TooManyNodeCalls, TooManyStreams
 
 
 class ApiError(exceptions.APIException):
@@ -86,6 +86,8 @@ def translate(exc: Exception) -> Exception:
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
     if isinstance(exc, ResizeRefused):
         return ApiError(400, "resize_refused", str(exc), fields={"workers": str(exc)})
+    if isinstance(exc, TooManyNodeCalls):
+        return ApiError(429, "too_many_node_calls", str(exc), limit=exc.limit)
     if isinstance(exc, TooManyStreams):
         return ApiError(429, "too_many_streams", str(exc), limit=exc.limit)
     return exc

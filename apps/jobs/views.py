@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.requests import signed_in_user
 from apps.clusters.models import Cluster
 from apps.nodes import NodeError
+from portal import streams
 
 from . import downloads, results, services, ui
 from .models import Job, JobFile
@@ -118,13 +119,17 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     part = services.log_since(job, 0)
     context = {"job": job, "log": part.text, "next": part.next, "dropped": part.dropped}
     context["application_url"] = ui.application_url(job)
+    status = 200
     if job.output_path and job.done and job.cluster.state == Cluster.State.RUNNING:
         try:
-            context["outputs"] = results.list_outputs(job)
+            with streams.node_call(signed_in_user(request).id, "job outputs"):
+                context["outputs"] = results.list_outputs(job)
         except (results.NoResult, NodeError) as error:
             context["outputs_error"] = str(error)
+        except streams.TooManyNodeCalls as error:  # the page, saying why it lists no outputs
+            context["outputs_error"], status = str(error), 429
     context["cap"] = services.log_cap_note()
-    return render(request, "jobs/job.html", context)
+    return render(request, "jobs/job.html", context, status=status)
 
 
 @login_required
@@ -154,7 +159,9 @@ def job_output(request: HttpRequest, job_id: int, name: str) -> HttpResponseBase
     409 for a folder, a symbolic link or a pattern."""
     job = _job(request, job_id)
     try:
-        return downloads.response(results.read_output(job, name))
+        return downloads.output_response(job, name, signed_in_user(request).id)
+    except streams.TooManyNodeCalls as error:
+        return HttpResponse(f"{error}\n", status=429, content_type="text/plain")
     except results.NotDownloadable as error:
         return HttpResponse(f"{error}\n", status=409, content_type="text/plain")
     except (results.NoResult, NodeError) as error:

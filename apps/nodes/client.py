@@ -758,7 +758,10 @@ _factory: Callable[[Endpoint], NodeClient] = NodeClient
 
 
 def client(node: Endpoint) -> NodeClient:
-    """The client for a node: the real one, or the fake a unit test installed."""
+    """The client for a node: the real one, or the fake a unit test installed. Inside a web
+    request's node call (portal.streams.node_call) the request's database connections go back
+    first: what follows waits on the node."""
+    streams.before_node_call()
     return _factory(node)
 
 

@@ -160,6 +160,7 @@ def forward(
         source=target.source,
     )
     runner = transport.runner_for(request)
+    streams.release_connections()  # no database connection waits for the UI's headers
     try:
         upstream = runner.run(exchange.open())
         response = _response(upstream, exchange, target, request, sandbox)

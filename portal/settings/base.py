@@ -605,3 +605,9 @@ STREAM_FOLLOW_SECONDS = envint("PLATTER_STREAM_FOLLOW_SECONDS", 300)
 PROXY_DEADLINE_SECONDS = envint("PLATTER_PROXY_DEADLINE_SECONDS", 60)
 # A slot a stream keeps pushing on; a dead process's slots free themselves after this long.
 STREAM_SLOT_TTL = 60
+# Node calls made inside a web request (a job's outputs and downloads, HDFS listings, container
+# logs) wait on a node: at most NODE_CALLS_PER_USER in flight per user (429 naming the limit
+# over it), none holding a database connection (portal.streams.node_call). A download holds
+# its slot until its body ends. Their slots outlive the longest wait (two HDFS calls).
+NODE_CALLS_PER_USER = envint("PLATTER_NODE_CALLS_PER_USER", 8)
+NODE_CALL_SLOT_TTL = 300

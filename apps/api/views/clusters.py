@@ -311,26 +311,29 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         `seconds` pass or the container stops. With timestamps=true each line starts with its
         Docker timestamp; pass the last one as `since` to go on where an answer ended.
         409 when the instance has no container (not yet, or not any more); 429 when you
-        already have the most streams open (PLATTER_STREAMS_PER_USER, named in the answer)."""
+        already have the most streams open (PLATTER_STREAMS_PER_USER, named in the answer) or
+        node calls in flight (PLATTER_NODE_CALLS_PER_USER)."""
         cluster = self.get_object()
         query = LogQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         asked = query.validated_data
         try:
             source = logs.source(cluster, asked.get("instance"))
-            if asked["follow"]:
-                lines = logs.follow(
-                    source,
-                    asked["tail"],
-                    asked["seconds"],
-                    after=asked.get("since"),
-                    timestamps=asked["timestamps"],
-                )
-                # 429 (TooManyStreams) before any byte; held while it streams, on the loop.
-                slot = streams.claim(signed_in_user(request).id, "logs")
-                deadline = min(asked["seconds"], settings.STREAM_FOLLOW_SECONDS)
-                return text_stream(streams.held(slot, lines, deadline=deadline))
-            found = logs.read(source, asked["tail"], after=asked.get("since"))
+            # 429 (TooManyNodeCalls) when the user has the most node calls in flight.
+            with streams.node_call(signed_in_user(request).id, "container log"):
+                if asked["follow"]:
+                    lines = logs.follow(
+                        source,
+                        asked["tail"],
+                        asked["seconds"],
+                        after=asked.get("since"),
+                        timestamps=asked["timestamps"],
+                    )
+                    # 429 (TooManyStreams) before any byte; held while it streams, on the loop.
+                    slot = streams.claim(signed_in_user(request).id, "logs")
+                    deadline = min(asked["seconds"], settings.STREAM_FOLLOW_SECONDS)
+                    return text_stream(streams.held(slot, lines, deadline=deadline))
+                found = logs.read(source, asked["tail"], after=asked.get("since"))
         except logs.UnknownInstance as error:
             raise serializers.ValidationError({"instance": str(error)}) from None
         except logs.NoContainer as error:

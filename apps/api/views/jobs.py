@@ -209,10 +209,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
     @extend_schema(responses={200: OutputsSerializer, 409: REFUSALS[409]})
     @action(detail=True, methods=["get"])
     def outputs(self, request: Request, pk: str) -> Response:
-        """The files under the job's output path, in the cluster's master container."""
+        """The files under the job's output path, in the cluster's master container. 429 when
+        you already have the most node calls in flight (PLATTER_NODE_CALLS_PER_USER)."""
         job = self.get_object()
         try:
-            found = results.list_outputs(job)
+            with streams.node_call(signed_in_user(request).id, "job outputs"):
+                found = results.list_outputs(job)
         except results.NoResult as error:
             raise ApiError(409, "no_output", str(error)) from None
         except NodeError as error:
@@ -231,10 +233,11 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSe
         """One regular file of the output, streamed: its first JOB_RESULT_MAX_BYTES bytes
         (X-Output-Cap); X-Output-Size is its whole size, more than the Content-Length when it
         was cut. 409 `not_a_file` for a folder, a symbolic link (or a name with one on its
-        way) or an HDFS pattern."""
+        way) or an HDFS pattern. A download counts among your node calls until it ends: 429
+        over PLATTER_NODE_CALLS_PER_USER."""
         job = self.get_object()
         try:
-            return downloads.response(results.read_output(job, name))
+            return downloads.output_response(job, name, signed_in_user(request).id)
         except results.NoResult as error:
             raise ApiError(404, "not_found", str(error)) from None
         except results.NotDownloadable as error:

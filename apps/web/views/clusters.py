@@ -20,6 +20,7 @@ from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
 from apps.nodes import NodeError
 from apps.usage import growth
+from portal import streams
 
 from ..htmx import htmx_partial
 
@@ -212,14 +213,17 @@ def cluster_logs(request: HttpRequest, cluster_id: int) -> HttpResponse:
         return _log_answer(request, context, problem=" ".join(_problems(form)))
     try:
         source = logs.source(cluster, asked["instance"])
-        if context["more"]:  # everything after the cursor, however much came
-            found = logs.read(source, logs.TAIL_MAX, after=asked["after"] or None)
-        else:
-            found = logs.read(source, context["tail"])
-    except (logs.UnknownInstance, logs.NoContainer, NodeError) as error:
+        # A refused node call (the user's most in flight) is a problem shown in the panel too.
+        with streams.node_call(signed_in_user(request).id, "container log"):
+            if context["more"]:  # everything after the cursor, however much came
+                found = logs.read(source, logs.TAIL_MAX, after=asked["after"] or None)
+            else:
+                found = logs.read(source, context["tail"])
+            alive = bool(found.entries) or not context["follow"] or logs.running(source)
+    except (logs.UnknownInstance, logs.NoContainer, NodeError, streams.TooManyNodeCalls) as error:
         return _log_answer(request, context, problem=str(error))
     polls = (asked["polls"] or 0) + 1
-    following = context["follow"] and (bool(found.entries) or logs.running(source))
+    following = context["follow"] and alive
     ended = "" if following else STOPPED
     if following and polls > FOLLOW_POLLS:
         following, ended = False, FOLLOW_PAUSED
