@@ -41,16 +41,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import django
+import httpx
+from django.conf import settings
+
+from bench.bench_db import database_url, recreate_database
+from bench.plotting import out_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
-
-import django  # noqa: E402
-import httpx  # noqa: E402
-from bench_db import database_url, recreate_database  # noqa: E402
-from django.conf import settings  # noqa: E402
-
 BENCH_DB = "platter_bench_api"
 BENCH_REDIS_DB = os.environ.get("PLATTER_BENCH_REDIS_DB", "12")
 AIM_RATE, AIM_P99_MS = 300, 50
@@ -217,7 +217,7 @@ def children_cpu_seconds() -> float:
 UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
-def parse_wrk(output: str) -> dict:
+def parse_wrk(output: str) -> dict[str, Any]:
     """requests/s, p50/p90/p99 in ms, requests and non-2xx answers from wrk --latency."""
 
     def ms(label: str) -> float:
@@ -265,8 +265,8 @@ def drive(url: str, script: Path, connections: int, seconds: int, pid: int) -> d
         "db_ms": database_cpu_between(before[1], after[1]),
         "wrk_ms": after[2] - before[2],
     }
-    for name, seconds in spent.items():
-        per_request = 1000 * seconds / result["requests"] if seconds is not None else None
+    for name, cpu in spent.items():  # not `seconds`: the run's length, an int
+        per_request = 1000 * cpu / result["requests"] if cpu is not None else None
         result[name] = per_request if result["requests"] else None
     return result
 
@@ -334,7 +334,7 @@ def measure_in_process(made: list, kinds: list[str], requests: int) -> list[dict
         made_path.write_text(json.dumps(made))
         done = subprocess.run(
             [
-                *(sys.executable, __file__, "--in-process-child", str(made_path)),
+                *(sys.executable, "-m", "bench.api", "--in-process-child", str(made_path)),
                 *("--kinds", ",".join(kinds), "--in-process", str(requests)),
             ],
             cwd=ROOT,
@@ -360,7 +360,7 @@ def check_answers(url: str, made: list[tuple[str, list[int]]]) -> None:
         raise SystemExit(f"the list shows other clusters than the user's: {listed.text[:300]}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--clusters", type=int, default=2, help="per user")
@@ -371,7 +371,7 @@ def main() -> None:
         "--in-process", type=int, default=400, help="requests per kind in one process (0: none)"
     )
     parser.add_argument("--in-process-child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.in_process_child:
         in_process(args.in_process_child, args.kinds.split(","), args.in_process)
         return
@@ -383,8 +383,7 @@ def main() -> None:
     recreate_database(admin_db, BENCH_DB)
     settings.DATABASES["default"]["NAME"] = BENCH_DB
     django.setup()
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir()
     server = None
     try:
         from django.core.management import call_command

@@ -19,12 +19,9 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 import django  # noqa: E402
 
@@ -37,6 +34,7 @@ from apps.lab import host  # noqa: E402
 from apps.lab.daemons import local_endpoint  # noqa: E402
 from apps.lab.nodes import disk_kind, lab_nodes  # noqa: E402
 from apps.nodes.engine import connect  # noqa: E402
+from bench import plotting  # noqa: E402
 
 SITE = "bench-coupling"
 VOLUMES = 4
@@ -137,7 +135,8 @@ def overhead_run(client, disk, runtime: int, repeat: int) -> dict[str, tuple[flo
     mount, _ = disk
     folder = mount / SITE / "overhead"
     folder.mkdir(parents=True, exist_ok=True)
-    container, on_host = {}, {}
+    container: dict[str, list[float]] = {}
+    on_host: dict[str, list[float]] = {}
     for _ in range(repeat):
         for phase in PHASES:
             argv = fio_argv(["/data/0"], runtime, [phase])
@@ -156,15 +155,13 @@ def overhead_run(client, disk, runtime: int, repeat: int) -> dict[str, tuple[flo
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--node", help="lab node (default: the first that answers)")
     parser.add_argument("--cap-mb", type=int, default=20, help="MB/s cap of every disk")
     parser.add_argument("--runtime", type=int, default=3, help="seconds per fio phase")
     parser.add_argument("--repeat", type=int, default=3, help="container/host alternations")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
 
     node = next((n for n in lab_nodes() if n.name == args.node or (not args.node and up(n))), None)
@@ -182,8 +179,7 @@ def main() -> None:
         raise SystemExit(f"coupling 1 needs {VOLUMES} HDDs on {node.name}")
     client = connect(local_endpoint(node).endpoint, timeout=600)
     cap = args.cap_mb * 1_000_000
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    out = plotting.out_dir()
     try:
         results = coupling_run(client, hdds, cap, args.runtime)
         overhead = overhead_run(client, hdds[0], args.runtime, args.repeat)
@@ -242,9 +238,7 @@ def report(results, overhead, args, node: str) -> None:
 
 
 def plot(results, cap_mb: int, path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     fig, axes = plt.subplots(1, len(PHASES), figsize=(12, 3.5))
     for ax, (phase, _, unit) in zip(axes, PHASES, strict=True):

@@ -23,21 +23,14 @@ bench made (cluster, worker, database) goes again at the end, also on Ctrl-C.
 import argparse
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+import django
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-from time_to_ready import p95  # noqa: E402  (bench/ is on the path: the script's folder)
+from bench import harness, plotting
+from bench.harness import p95, wait_for
 
 SITE = "bench-jobs"
 BENCH_DB = "platter_bench_jobs"
@@ -100,6 +93,7 @@ def raw_round(master) -> Round:
         argv, workdir=RAW_FOLDER, environment={"PYTHONUNBUFFERED": "1"}, stream=True
     )
     for chunk in result.output:
+        assert isinstance(chunk, bytes), "a streamed exec yields its output in chunks"
         output += chunk.decode(errors="replace")
         if not running and APPLICATION_ID.search(output):
             running = time.perf_counter() - started
@@ -141,9 +135,7 @@ def table(rounds: list[Round]) -> str:
 
 
 def plot(rounds: list[Round], path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
     fig, axis = plt.subplots(figsize=(6, 4))
     for offset, (name, color) in enumerate((("raw", "tab:gray"), ("platter", "tab:green"))):
         mine = [r for r in rounds if r.path == name]
@@ -159,7 +151,6 @@ def plot(rounds: list[Round], path: Path) -> None:
 
 def bench(args) -> list[Round]:
     from django.contrib.auth import get_user_model
-    from time_to_ready import prepare, wait_for
 
     from apps.accounts.models import Quota
     from apps.catalog.images import missing_images
@@ -167,7 +158,6 @@ def bench(args) -> list[Round]:
     from apps.clusters import services
     from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
-    prepare("bench/out/jobs-worker.log")
     version = (
         ProductVersion.objects.filter(product__name="spark", enabled=True).order_by("-id").first()
     )
@@ -196,41 +186,19 @@ def bench(args) -> list[Round]:
         wait_for(cluster.id, "destroyed", seconds=180)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="jobs per path")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
-    import time_to_ready as ready  # its database and worker helpers, with our names
 
-    ready.BENCH_DB = BENCH_DB
-    admin_db = settings.DATABASES["default"]["NAME"]
-    redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + REDIS_DB
-    os.environ.update(
-        REDIS_URL=redis,
-        PLATTER_SITE=SITE,
-        PLATTER_DISPATCH_CLUSTER_TASKS="1",
-        PLATTER_LAB_ADDRESS_SLOT=ADDRESS_SLOT,
-    )
-    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
-    settings.PLATTER_SITE = SITE
-    settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    ready.recreate_database(admin_db)
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    worker = ready.start_worker(out / "jobs-worker.log")
-    try:
+    harness.isolate(SITE, REDIS_DB, ADDRESS_SLOT)
+    out = plotting.out_dir()
+    log = out / "jobs-worker.log"
+    with harness.own_database(BENCH_DB), harness.celery_worker(BENCH_DB, log):
+        django.setup()
+        harness.prepare(str(log))
         rounds = bench(args)
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
-        from django.db import connections
-
-        connections.close_all()
-        ready.recreate_database(admin_db, drop_only=True)
     print(f"# a PySpark sum over 2 partitions, {args.rounds} rounds a path, {os.cpu_count()} cores")
     print(table(rounds))
     plot(rounds, out / "jobs.png")

@@ -39,17 +39,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import django
+import httpx
+import psycopg
+
+from bench import load_checks, plotting
+from bench.load_users import QUEUE_PATIENCE_S, Recorder, drive
+from portal.queues import ALL_QUEUES, worker_command
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
-
-import django  # noqa: E402
-import httpx  # noqa: E402
-import load_checks  # noqa: E402
-import psycopg  # noqa: E402
-from load_users import QUEUE_PATIENCE_S, Recorder, drive  # noqa: E402
-
-from portal.queues import ALL_QUEUES, worker_command  # noqa: E402
 
 LOAD_DB = "platter_load"
 LOAD_REDIS_DB = "7"
@@ -149,8 +147,6 @@ def prepare(users: int) -> list[str]:
     from apps.lab import lab
     from apps.tokens.services import issue_token
 
-    if not lab.is_up():
-        raise SystemExit("the lab is not running: start it with ./platter lab up")
     call_command("migrate", verbosity=0)
     lab.sync_inventory()
     call_command("load_catalog", verbosity=0)
@@ -253,6 +249,11 @@ def own_stack(
     users: int, web_workers: int, out: Path
 ) -> Iterator[tuple[str, list[str], list[str]]]:
     """(url, tokens, notes for the report) of a portal brought up for this run only."""
+    from apps.lab import lab
+
+    # Before anything is made: the clean-up reads the nodes from the migrated database.
+    if not lab.is_up():
+        raise SystemExit("the lab is not running: start it with ./platter lab up")
     admin_url = isolate()
     recreate_database(admin_url)
     django.setup()
@@ -385,9 +386,7 @@ def report(outcome: Outcome, notes: list[str], duration: float) -> None:
 
 
 def plot(recorder: Recorder, path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     rows = [row for row in latency_rows(recorder) if row[0] != "all"]
     fig, (latency, rate) = plt.subplots(1, 2, figsize=(11, 4))
@@ -427,7 +426,7 @@ def plot(recorder: Recorder, path: Path) -> None:
 # ------------------------------------------------------------------ entry
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=60, help="seconds of launching")
     parser.add_argument("--users", type=int, default=8, help="simulated users (own stack)")
@@ -436,15 +435,12 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn workers (own stack)")
     parser.add_argument("--url", help="drive this running portal instead of an own stack")
     parser.add_argument("--token-file", type=Path, help="with --url: one token per line")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
     if bool(args.url) != bool(args.token_file):
         parser.error("--url and --token-file go together")
 
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    out = plotting.out_dir()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # counted, not logged one by one
     if args.url:
         django.setup()

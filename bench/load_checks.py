@@ -3,9 +3,10 @@ the nodes: nothing a cluster held may be left held, double-booked or over a limi
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from load_users import Recorder
+from bench.load_users import Recorder
 
 ENDED = ("destroyed", "failed")
 WORKING = ("placing", "configuring", "stopping", "destroying")
@@ -166,12 +167,14 @@ def users_over_quota() -> list[str]:
         limits = own.limits() if own else settings.SCHEDULER_DEFAULT_QUOTA
         problems += over(f"user {user.username}", usage_of([user.id]), limits)
     for quota in Quota.objects.filter(group__isnull=False).select_related("group"):
-        members = list(quota.group.user_set.values_list("id", flat=True))
-        problems += over(f"group {quota.group.name}", usage_of(members), quota.limits())
+        group = quota.group
+        assert group is not None  # filtered on it
+        members = list(group.user_set.values_list("id", flat=True))
+        problems += over(f"group {group.name}", usage_of(members), quota.limits())
     return problems
 
 
-def over(scope: str, used: dict[str, int], limits: dict[str, int | None]) -> list[str]:
+def over(scope: str, used: dict[str, int], limits: Mapping[str, int | None]) -> list[str]:
     return [
         f"{scope}: {name} is {limit}, holds {used.get(name, 0)}"
         for name, limit in limits.items()

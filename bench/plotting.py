@@ -2,6 +2,8 @@
 the portal, its image and its test suite never need it; a bench checks for it before it starts
 measuring, not after minutes of work."""
 
+import os
+from pathlib import Path
 from types import ModuleType
 
 INSTALL = ".venv/bin/python -m pip install -e '.[bench]'"
@@ -13,6 +15,14 @@ def require() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise SystemExit(f"the benches draw their plots with matplotlib: {INSTALL}") from None
+
+
+def out_dir() -> Path:
+    """Where a bench writes its plots and logs: bench/out/, or PLATTER_BENCH_OUT (a smoke run's
+    own folder, so it never overwrites a real run's plots)."""
+    path = Path(os.environ.get("PLATTER_BENCH_OUT") or Path(__file__).resolve().parent / "out")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def pyplot() -> ModuleType:

@@ -12,21 +12,19 @@ import multiprocessing as mp
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+import django
+import psycopg
+from django.conf import settings
 
-import django  # noqa: E402
-import psycopg  # noqa: E402
-from bench_db import recreate_database, server_dsn  # noqa: E402
-from django.conf import settings  # noqa: E402
+from bench import plotting
+from bench.bench_db import recreate_database, server_dsn
 
-BENCH_DB = "platter_bench"
+# PLATTER_BENCH_DB: another name, for two runs at once (the smoke test runs beside the rest).
+BENCH_DB = os.environ.get("PLATTER_BENCH_DB", "platter_bench")
 SHAPES = {  # name: (instances, cores, memory_mb, disks)
     "4 inst x 8 disks": (4, 2, 8192, 8),
     "1 inst x 1 disk": (1, 1, 1024, 1),
@@ -407,15 +405,13 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--clients", default="1,8")
     parser.add_argument("--clusters", type=int, default=160, help="4x8 reservations per run")
     parser.add_argument("--claims", type=int, default=400, help="1x1 reservations per run")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
 
     with bench_database():
@@ -542,11 +538,10 @@ def bench(args) -> None:
     )
     print(f"# load average at end: {_load()}")
     print(aim_verdict(aims))
-    plot(results, OUT / "reservation.png")
-    print(f"# plot: {OUT / 'reservation.png'}")
+    path = plotting.out_dir() / "reservation.png"
+    plot(results, path)
+    print(f"# plot: {path}")
 
-
-OUT = ROOT / "bench" / "out"
 
 # The aim (issue 34): p99 under AIM_P99_MS for 4x8-disk reservations by 8 clients at 100,000
 # nodes: (nodes, instances, clients) of the run it is read from.
@@ -581,9 +576,7 @@ def aim_verdict(aims: list[tuple]) -> str:
 def plot(results: list, path: Path) -> None:
     """Latency percentiles (left) and throughput as a share of both raw baselines (right),
     one group of bars per inventory size, shape and client count."""
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     labels = [  # "4 inst x 8 disks" -> "4x8"
         f"{size // 1000}k nodes\n{name.split()[0]}x{name.split()[3]}, {clients} cli"

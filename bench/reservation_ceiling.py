@@ -21,13 +21,10 @@ throughput is the cores over their sum.
 """
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import reservation as bench  # bench/reservation.py: its database, inventory and runners
 from django.conf import settings
+
+from bench import reservation as bench  # its database, inventory and runners
 
 FUNCTION = "bench_reserve_in_one_call"
 
@@ -140,12 +137,12 @@ def run(how: str, users, version, clients: int, claims: int) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=10000)
     parser.add_argument("--clients", default="1,8")
     parser.add_argument("--claims", type=int, default=400)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with bench.bench_database():
         ceiling(args)
 

@@ -27,22 +27,18 @@ import asyncio
 import math
 import os
 import socket
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+import django
+import httpx
+import psycopg
 
-import django  # noqa: E402
-import httpx  # noqa: E402
-import plotting  # noqa: E402
-import psycopg  # noqa: E402
-from load import database_url, free_port, start, stop  # noqa: E402
+from bench import plotting
+from bench.load import database_url, free_port, start, stop
 
 STREAMS_DB = "platter_streams"
 STREAMS_REDIS_DB = "12"
@@ -153,13 +149,15 @@ def prepare(stack: Stack) -> None:
     call_command("migrate", verbosity=0)
     node = lab.sync_inventory()[0]
     call_command("load_catalog", verbosity=0)
-    stack.ticker = engine.cached(node).containers.run(
+    ticker = engine.cached(node).containers.run(
         settings.NODE_HELPER_IMAGE,
         ["sh", "-c", "while true; do echo tick $(date +%s); sleep 1; done"],
         detach=True,
         labels={"platter.site": SITE},
         network_mode="none",
     )
+    assert ticker.id, "a started container has its id"
+    stack.ticker = ticker
     version = ProductVersion.objects.get(product__name="demo")
     version.ports = [{"role": "master", "port": stack.ui_port, "name": "Slow UI", "ui": True}]
     version.save()
@@ -183,7 +181,7 @@ def prepare(stack: Stack) -> None:
             memory_mb=64,
             disks=0,
             node=node,
-            container_id=stack.ticker.id,  # type: ignore[attr-defined]
+            container_id=ticker.id,
             address=Address.objects.get_or_create(  # the network's pool may hold it already
                 network=network, ip="127.0.0.1" if name == "alice" else "127.0.0.2"
             )[0],
@@ -391,15 +389,14 @@ def plot(results: dict, path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--follows", type=int, default=200)
     parser.add_argument("--drips", type=int, default=50)
     parser.add_argument("--samples", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     plotting.require()
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    out = plotting.out_dir()
     admin_url = isolate()
     recreate_database(admin_url)
     django.setup()

@@ -46,16 +46,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import django
+
+from bench import harness, plotting
+from bench.harness import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
-
-import django  # noqa: E402
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-
 SITE = "bench-terasort"
 BENCH_DB = "platter_bench_terasort"
 REDIS_DB = "13"
@@ -418,8 +414,6 @@ def hadoop_output(node, container: str, command: str) -> str:
 
 
 def layout_runs(user, version, coupling: int, disks, worker_nodes, args) -> list[Run]:
-    from time_to_ready import wait_for
-
     from apps.clusters import services
     from apps.clusters.models import Cluster
     from apps.inventory.models import Disk
@@ -499,7 +493,7 @@ def remove_leftovers() -> None:
             print(f"# could not clean {node}: {error}", file=sys.stderr)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=128, help="TeraGen data, MB")
     # A spindle gives 100-200 MB/s to servers of many cores; this machine's 2 (shared) cores
@@ -509,9 +503,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds per layout")
     parser.add_argument("--layouts", default="1,2,4", help="couplings to run")
     parser.add_argument("--workers", type=int, default=4, help="Hadoop workers (even)")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
     try:
         layouts = parse_layouts(args.layouts, args.workers)
@@ -522,40 +514,18 @@ def main() -> None:
     if not (BLKIO / "blkio.throttle.read_bps_device").exists():
         raise SystemExit(f"{BLKIO} has no blkio throttles (this bench needs cgroup v1 blkio)")
 
-    import time_to_ready as ready  # its database and worker helpers, with our names
-
-    ready.BENCH_DB = BENCH_DB
-    admin_db = settings.DATABASES["default"]["NAME"]
-    redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + REDIS_DB
-    os.environ.update(
-        REDIS_URL=redis,
-        PLATTER_SITE=SITE,
-        PLATTER_DISPATCH_CLUSTER_TASKS="1",
-        PLATTER_LAB_ADDRESS_SLOT=ADDRESS_SLOT,
-    )
-    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
-    settings.PLATTER_SITE = SITE
-    settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    ready.recreate_database(admin_db)
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    worker = ready.start_worker(out / "terasort-worker.log")
+    harness.isolate(SITE, REDIS_DB, ADDRESS_SLOT)
+    out = plotting.out_dir()
+    log = out / "terasort-worker.log"
     disks: list[Physical] = []
-    try:
-        make_disks(args.workers, disks)
-        for disk in disks:
-            set_cap(disk, args.cap_mb * 1_000_000)
-        runs = bench(args, layouts, disks)
-    finally:
-        remove_leftovers()
-        worker.terminate()
-        worker.wait(timeout=60)
-        from django.db import connections
-
-        connections.close_all()
-        ready.recreate_database(admin_db, drop_only=True)
-        remove_disks(disks)
+    with harness.own_database(BENCH_DB), harness.celery_worker(BENCH_DB, log):
+        django.setup()
+        harness.prepare(str(log))
+        try:
+            runs = bench(args, layouts, disks)
+        finally:
+            remove_leftovers()
+            remove_disks(disks)
     rows = summarize(runs)
     print(
         f"# TeraSort of {args.size_mb} MB on {args.workers} workers, every physical disk capped"
@@ -567,14 +537,14 @@ def main() -> None:
 
 
 def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
+    """The bench's user and rows, the capped disks (appended to `disks`, which the caller
+    removes also on failure) and every layout's runs."""
     from django.contrib.auth import get_user_model
-    from time_to_ready import prepare
 
     from apps.accounts.models import Quota
     from apps.catalog.images import missing_images
     from apps.catalog.models import ProductVersion
 
-    prepare("bench/out/terasort-worker.log")
     version = (
         ProductVersion.objects.filter(product__name="hadoop", enabled=True).order_by("-id").first()
     )
@@ -591,6 +561,9 @@ def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
         max_disks_hdd=args.workers + 1,
     )
     worker_nodes, master = prepare_inventory(args.workers)
+    make_disks(args.workers, disks)
+    for disk in disks:
+        set_cap(disk, args.cap_mb * 1_000_000)
     print(f"# workers on {', '.join(worker_nodes)}, master on {master}; layouts {layouts}")
     runs = []
     for coupling in layouts:
@@ -599,9 +572,7 @@ def bench(args, layouts: list[int], disks: list[Physical]) -> list[Run]:
 
 
 def plot(rows: list[Row], args, path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     x = range(len(rows))
     names = ["c=1\n(Platter)" if r.coupling == 1 else f"c={r.coupling}" for r in rows]

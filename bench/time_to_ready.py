@@ -22,26 +22,18 @@ Writes bench/out/time_to_ready_products.png.
 """
 
 import argparse
-import contextlib
-import ipaddress
 import os
-import shutil
 import statistics
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the portal, and bench_db
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
+import django
 
-import django  # noqa: E402
-from bench_db import database_url, recreate_database  # noqa: E402
-from django.conf import settings  # noqa: E402
-
-from portal.queues import worker_command  # noqa: E402
+from bench import harness, plotting
+from bench.harness import p95, wait_for
+from bench.raw_path import raw_plans, remove_raw, start_plan
+from bench.time_to_ready_products import bench_products
 
 # Two runs at once (e.g. the containers and the products) need a database, a Redis database,
 # a site label and an address slot each: PLATTER_BENCH_DB and PLATTER_BENCH_SITE name the
@@ -52,26 +44,6 @@ BENCH_REDIS_DB = os.environ.get("PLATTER_BENCH_REDIS_DB", "3")
 # and its clusters would hold the same segments as the bench's database hands out.
 ADDRESS_SLOT = os.environ.get("PLATTER_LAB_ADDRESS_SLOT", "5")
 SITE = os.environ.get("PLATTER_BENCH_SITE", "bench")
-
-
-def start_worker(log_path: Path) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": database_url(BENCH_DB)}
-    log = open(log_path, "w")  # noqa: SIM115 (the worker writes to it until stopped)
-    return subprocess.Popen(
-        worker_command(
-            f"bench-{os.getpid()}",
-            "-c",
-            "4",
-            "-l",
-            "info",
-            "--without-gossip",
-            "--without-mingle",
-        ),
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
 
 
 def bench_version():
@@ -109,20 +81,6 @@ def bench_version():
     return version
 
 
-def wait_for(cluster_id: int, state: str, seconds: float = 120) -> float:
-    from apps.clusters.models import Cluster
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        current = Cluster.objects.filter(id=cluster_id).values_list("state", "reason").get()
-        if current[0] == state:
-            return time.perf_counter()
-        if current[0] == "failed":
-            raise SystemExit(f"cluster {cluster_id} failed: {current[1]}")
-        time.sleep(0.01)
-    raise SystemExit(f"cluster {cluster_id} did not reach {state} in {seconds} s")
-
-
 def platter_run(user, version, size: int, name: str):
     """Seconds from the launch request to running, and the cluster's container plans."""
     from apps.clusters import container_specs as containers
@@ -136,99 +94,6 @@ def platter_run(user, version, size: int, name: str):
     services.request_destroy(cluster.id, keep_data=False)
     wait_for(cluster.id, "destroyed")
     return ready - started, plans
-
-
-# Every raw container carries this label, so a round's leftovers are found and removed.
-RAW_LABEL = "platter.bench-raw"
-
-
-def raw_addresses(network, count: int, taken: set[str]) -> list[str]:
-    """`count` addresses of the plan's own segment for the raw copies: from the top of the
-    range the portal hands out, downwards, skipping Platter's own (its containers may still be
-    going, and a fresh address also gets a fresh MAC)."""
-    first = ipaddress.ip_address(network.first_address)
-    candidate = ipaddress.ip_address(network.last_address)
-    found: list[str] = []
-    while len(found) < count and candidate >= first:
-        if str(candidate) not in taken:
-            found.append(str(candidate))
-        candidate -= 1
-    if len(found) < count:
-        raise SystemExit(f"{network} has no {count} addresses to spare for the raw path")
-    return found
-
-
-def segment_of(docker_name: str):
-    """The inventory's network behind a plan's Docker network (the cluster's segment)."""
-    from apps.inventory.models import Network
-
-    for network in Network.objects.all():
-        if network.docker_name == docker_name:
-            return network
-    raise SystemExit(f"no network of the inventory is {docker_name} on the nodes")
-
-
-def raw_plans(plans, round_no: int, kind: str = "raw", environment=None) -> list:
-    """Platter's container plans with names, addresses (on the plan's own segment: the Docker
-    network only takes its own subnet's), data folders and /etc/hosts entries of their own,
-    in plan order. `kind` names the copies (raw, stock); `environment` is added to theirs."""
-    from apps.nodes.specs import ContainerSpec
-
-    networks = {plan.network for plan in plans}
-    if len(networks) != 1:
-        raise SystemExit(f"the plans span {len(networks)} networks, not one: {sorted(networks)}")
-    addresses = raw_addresses(
-        segment_of(networks.pop()), len(plans), {plan.address for plan in plans}
-    )
-    copies = []
-    for n, plan in enumerate(plans):
-        copy = ContainerSpec(**{**plan.__dict__})
-        copy.name = f"{SITE}-{kind}-{round_no}-{n}"
-        copy.address = addresses[n]
-        copy.environment = {**plan.environment, **(environment or {})}
-        copy.binds = [b.replace("/cluster-", f"/{kind}-{round_no}-") for b in plan.binds]
-        copy.labels = {**plan.labels, RAW_LABEL: str(round_no)}
-        copies.append(copy)
-    hosts = {c.hostname: c.address for c in copies}
-    for copy in copies:
-        copy.extra_hosts = hosts
-    return copies
-
-
-def start_plan(plan) -> None:
-    """Create and start one planned container straight through the SDK."""
-    from apps.nodes import NodeClient, engine
-
-    api = engine.cached(plan.node).api
-    api.start(api.create_container(**NodeClient._create_arguments(api, plan))["Id"])
-
-
-def remove_raw(copies) -> None:
-    """The raw round's containers and data folders, whichever of them were made."""
-    from docker.errors import NotFound
-
-    from apps.nodes import engine
-
-    for copy in copies:
-        with contextlib.suppress(NotFound):  # the round failed before making this one
-            engine.cached(copy.node).api.remove_container(copy.name, force=True)
-        for bind in copy.binds:
-            shutil.rmtree(bind.split(":")[0], ignore_errors=True)
-
-
-def remove_leftovers(nodes) -> int:
-    """Raw containers an interrupted earlier run of this site left on the nodes (they would
-    hold the names and addresses of this run's); how many there were."""
-    from apps.nodes import engine
-
-    found = 0
-    labels = [RAW_LABEL, f"platter.site={settings.PLATTER_SITE}"]  # not another site's run
-    for node in nodes:
-        api = engine.cached(node).api
-        for container in api.containers(all=True, filters={"label": labels}):
-            api.remove_container(container["Id"], force=True)
-            found += 1
-    return found
 
 
 def raw_run(plans, round_no: int) -> float:
@@ -245,63 +110,21 @@ def raw_run(plans, round_no: int) -> float:
         remove_raw(raw)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4,8")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--products", default="", help="e.g. spark,hadoop,cassandra: real products")
-    args = parser.parse_args()
-    import plotting  # bench/ is on the path: the script's own folder
-
+    args = parser.parse_args(argv)
     plotting.require()  # before minutes of measuring, not after them
 
-    admin_db = settings.DATABASES["default"]["NAME"]
-    redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + BENCH_REDIS_DB
-    os.environ.update(
-        REDIS_URL=redis,
-        PLATTER_SITE=SITE,
-        PLATTER_DISPATCH_CLUSTER_TASKS="1",
-        PLATTER_LAB_ADDRESS_SLOT=ADDRESS_SLOT,
-    )
-    settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = redis
-    settings.PLATTER_SITE = SITE
-    settings.LAB_ADDRESS_SLOT = int(ADDRESS_SLOT)
-    recreate_database(admin_db, BENCH_DB)
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    django.setup()
-    out = ROOT / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    worker = start_worker(out / "time_to_ready-worker.log")
-    try:
+    harness.isolate(SITE, BENCH_REDIS_DB, ADDRESS_SLOT)
+    out = plotting.out_dir()
+    log = out / "time_to_ready-worker.log"
+    with harness.own_database(BENCH_DB), harness.celery_worker(BENCH_DB, log):
+        django.setup()
+        harness.prepare(str(log))
         bench(args, out)
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
-        from django.db import connections
-
-        connections.close_all()
-        recreate_database(admin_db, BENCH_DB, drop_only=True)
-
-
-def prepare(worker_log: str) -> None:
-    """The bench database migrated, the running lab and the catalog in it, no tasks left over
-    from an earlier run, and the bench's worker answering (its log named if it does not)."""
-    from django.core.management import call_command
-
-    from apps.lab import lab
-    from portal.celery import app
-
-    call_command("migrate", verbosity=0)
-    if not lab.is_up():
-        raise SystemExit("the lab is not running: start it with ./platter lab up")
-    if remove_leftovers(lab.sync_inventory()):
-        print("# removed raw containers an earlier run left behind", flush=True)
-    call_command("load_catalog", verbosity=0)
-    app.control.purge()
-    deadline = time.monotonic() + 60
-    while not app.control.ping(timeout=0.5):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"the bench worker did not start; see {worker_log}")
 
 
 def bench(args, out: Path) -> None:
@@ -309,11 +132,8 @@ def bench(args, out: Path) -> None:
 
     from apps.lab import lab
 
-    prepare("bench/out/")
     user = get_user_model().objects.create_user("bench")
     if args.products:
-        from time_to_ready_products import bench_products
-
         bench_products(user, args.products.split(","), args.repeat, out)
         return
     version = bench_version()
@@ -349,15 +169,8 @@ def bench(args, out: Path) -> None:
 AIM_RATIO = 1.2  # issue 34: the demo within 1.2x raw `docker run` at 1, 4 and 8 instances
 
 
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
 def plot(rows, path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     sizes = [str(r[0]) for r in rows]
     x = range(len(rows))

@@ -18,7 +18,10 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from time_to_ready import p95, raw_plans, remove_raw, start_plan, wait_for
+
+from bench import plotting
+from bench.harness import p95, wait_for
+from bench.raw_path import raw_plans, remove_raw, start_plan
 
 # The first job a user would run, in the master instance.
 FIRST_JOB = {
@@ -65,10 +68,12 @@ def platter_run(user, version, name: str) -> dict:
     )
     exec_ok(master.node, master.container_id, FIRST_JOB[product], JOB_TIMEOUT)
     job = time.perf_counter() - started
+    running_at = cluster.running_at
+    assert running_at is not None, "a running cluster has its running_at"
     phases = [
         (event.message[:24], (event.at - cluster.created).total_seconds())
         for event in cluster.events.order_by("id")
-        if event.at <= cluster.running_at
+        if event.at <= running_at
     ]
     plans = containers.plans_for(cluster)
     steps = containers.configure_steps(cluster)
@@ -213,9 +218,7 @@ def bench_products(user, products: list[str], repeat: int, out: Path) -> None:
 
 
 def plot(rows, path: Path) -> None:
-    from plotting import pyplot
-
-    plt = pyplot()
+    plt = plotting.pyplot()
 
     x = range(len(rows))
     fig, ax = plt.subplots(figsize=(7, 4))

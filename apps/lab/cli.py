@@ -235,7 +235,7 @@ def test(stack: Stack, pytest_args: list[str]) -> int:
     for command in (["check", "."], ["format", "--check", "."]):
         if subprocess.run([PYTHON, "-m", "ruff", *command], cwd=BASE_DIR).returncode != 0:
             return 1
-    step("mypy")  # apps/, workers/ and portal/, as pyproject.toml's [tool.mypy] says
+    step("mypy")  # apps/, workers/, portal/ and bench/, as pyproject.toml's [tool.mypy] says
     if subprocess.run([PYTHON, "-m", "mypy"], cwd=BASE_DIR).returncode != 0:
         print("type errors: see above (mypy's configuration is in pyproject.toml)", file=sys.stderr)
         return 1

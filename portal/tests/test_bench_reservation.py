@@ -13,9 +13,8 @@ pytestmark = pytest.mark.django_db(transaction=True)  # TRUNCATE wants no pendin
 
 
 @pytest.fixture
-def bench(monkeypatch, settings):
-    monkeypatch.syspath_prepend(str(settings.BASE_DIR / "bench"))
-    import reservation  # type: ignore[import-not-found]  # bench/reservation.py, on the path now
+def bench():
+    from bench import reservation
 
     return reservation
 

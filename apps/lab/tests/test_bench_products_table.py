@@ -1,7 +1,6 @@
 """bench/time_to_ready --products without the lab: the stock path's copies (the same plans, the
 fast start turned off) and the table of Platter, raw and stock with the ratios and the aims."""
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -9,16 +8,12 @@ from django.conf import settings
 
 from apps.nodes.specs import ContainerSpec
 
-BENCH = Path(settings.BASE_DIR) / "bench"
-
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import time_to_ready  # type: ignore[import-not-found]  # a script of bench/, on the path now
-    import time_to_ready_products  # type: ignore[import-not-found]
+def bench():
+    from bench import raw_path, time_to_ready_products
 
-    return time_to_ready, time_to_ready_products
+    return raw_path, time_to_ready_products
 
 
 def plan(n: int) -> ContainerSpec:
@@ -42,13 +37,14 @@ def plan(n: int) -> ContainerSpec:
 
 
 def test_stock_copies_are_the_plans_with_the_fast_start_off(bench, monkeypatch):
-    ready, products = bench
+    raw_path, products = bench
     segment = SimpleNamespace(first_address="10.213.1.2", last_address="10.213.1.254")
-    monkeypatch.setattr(ready, "segment_of", lambda _name: segment)
+    monkeypatch.setattr(raw_path, "segment_of", lambda _name: segment)
+    monkeypatch.setattr(settings, "PLATTER_SITE", "bench")  # main() sets the bench's site
     plans = [plan(0), plan(1)]
 
-    raw = ready.raw_plans(plans, 3)
-    stock = ready.raw_plans(plans, 3, "stock", products.STOCK_ENVIRONMENT)
+    raw = raw_path.raw_plans(plans, 3)
+    stock = raw_path.raw_plans(plans, 3, "stock", products.STOCK_ENVIRONMENT)
 
     assert [c.name for c in raw] == ["bench-raw-3-0", "bench-raw-3-1"]
     assert [c.name for c in stock] == ["bench-stock-3-0", "bench-stock-3-1"]
@@ -65,7 +61,7 @@ def runs(*ready_job: tuple[float, float]) -> list[dict]:
 
 
 def test_the_table_shows_platter_raw_and_stock_with_ratios_against_the_aims(bench):
-    _ready, products = bench
+    _raw_path, products = bench
     ours = runs((10.0, 30.0), (12.0, 31.0), (11.0, 40.0))
     raw = runs((10.0, 29.0), (10.0, 28.0), (10.5, 29.5))
     stock = runs((20.0, 45.0), (16.0, 44.0), (18.0, 43.0))

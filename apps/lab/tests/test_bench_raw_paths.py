@@ -6,7 +6,6 @@ import ipaddress
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from apps.catalog.services import load_catalog
 from apps.inventory.models import Network
@@ -14,17 +13,13 @@ from apps.nodes import engine
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BENCH = Path(settings.BASE_DIR) / "bench"
-
 
 @pytest.fixture
-def bench(monkeypatch):
-    """bench/time_to_ready.py and its products part, imported as the scripts import them."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import time_to_ready  # type: ignore[import-not-found]  # a script of bench/, on the path now
-    import time_to_ready_products  # type: ignore[import-not-found]
+def bench():
+    """bench/time_to_ready.py, its raw path and its products part."""
+    from bench import raw_path, time_to_ready, time_to_ready_products
 
-    return time_to_ready, time_to_ready_products
+    return time_to_ready, raw_path, time_to_ready_products
 
 
 def raw_containers(nodes, label: str) -> list[str]:
@@ -39,11 +34,11 @@ def raw_containers(nodes, label: str) -> list[str]:
 def test_it_runs_each_raw_path_for_one_round_and_leaves_nothing(
     bench, dispatching, lab_cleanup, alice
 ):
-    ready, products = bench
+    ready, raw_path, products = bench
     load_catalog()
     _seconds, plans = ready.platter_run(alice, ready.bench_version(), 1, "raw-path")
 
-    copies = ready.raw_plans(plans, 0)
+    copies = raw_path.raw_plans(plans, 0)
     segment = next(n for n in Network.objects.all() if n.docker_name == plans[0].network)
     assert copies[0].network == plans[0].network
     assert ipaddress.ip_address(copies[0].address) in ipaddress.ip_network(segment.subnet)
@@ -53,24 +48,24 @@ def test_it_runs_each_raw_path_for_one_round_and_leaves_nothing(
     assert ready.raw_run(plans, 0) > 0  # the demo's: started on the segment, then removed
     run = products.raw_run(plans, [], ["true"], 1)  # the products': containers, then the job
     assert [name for name, _at in run["phases"]] == ["containers"] and run["job"] > 0
-    assert raw_containers(lab_cleanup, ready.RAW_LABEL) == []
-    data = [bind.split(":")[0] for copy in ready.raw_plans(plans, 1) for bind in copy.binds]
+    assert raw_containers(lab_cleanup, raw_path.RAW_LABEL) == []
+    data = [bind.split(":")[0] for copy in raw_path.raw_plans(plans, 1) for bind in copy.binds]
     assert data and not any(Path(folder).exists() for folder in data)
 
 
 def test_a_failed_round_and_an_interrupted_run_leave_nothing_behind(
     bench, dispatching, lab_cleanup, alice
 ):
-    ready, products = bench
+    ready, raw_path, products = bench
     load_catalog()
     _seconds, plans = ready.platter_run(alice, ready.bench_version(), 1, "raw-fails")
 
     with pytest.raises(SystemExit, match="false failed in"):
         products.raw_run(plans, [], ["false"], 0)  # the job fails after the start
-    assert raw_containers(lab_cleanup, ready.RAW_LABEL) == []
+    assert raw_containers(lab_cleanup, raw_path.RAW_LABEL) == []
 
     # A run killed mid-round leaves its container: the next run removes it before it starts.
-    ready.start_plan(ready.raw_plans(plans, 1)[0])
-    assert len(raw_containers(lab_cleanup, ready.RAW_LABEL)) == 1
-    assert ready.remove_leftovers(lab_cleanup) == 1
-    assert raw_containers(lab_cleanup, ready.RAW_LABEL) == []
+    raw_path.start_plan(raw_path.raw_plans(plans, 1)[0])
+    assert len(raw_containers(lab_cleanup, raw_path.RAW_LABEL)) == 1
+    assert raw_path.remove_leftovers(lab_cleanup) == 1
+    assert raw_containers(lab_cleanup, raw_path.RAW_LABEL) == []
