@@ -171,7 +171,7 @@ def _find_application_id(job: Job, partial: str, text: str, final: bool = False)
     lines, _, rest = (partial + text).rpartition("\n")
     if final:
         lines, rest = partial + text, ""
-    if found := commands.application_id(lines):
+    if found := commands.application_id(lines, commands.plugin_of(job)):
         job.application_id = found
         services.set_application_id(job.id, found)
     return rest[-LINE_KEPT:]

@@ -31,6 +31,7 @@ from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
 from apps.nodes import NodeError, NodeMissing, helpers, parallel
+from apps.products import base as plugin_base
 
 from . import perimeter
 
@@ -39,8 +40,8 @@ S = Cluster.State
 WARNING = ClusterEvent.Level.WARNING
 
 
-class StepFailed(Exception):
-    """A step cannot finish; the message is the reason a user reads."""
+# A step cannot finish; the message is the reason a user reads (the plugins catch it too).
+StepFailed = plugin_base.StepFailed
 
 
 class PlacementFailed(StepFailed):

@@ -11,7 +11,7 @@ from apps.catalog.options import resolve
 from apps.catalog.spec import definition_of
 
 from .models import Cluster, ClusterEvent, Instance
-from .resize import ResizePlan
+from .resize import ResizePlan, refusal
 from .transitions import TransitionError
 
 ROLE = "notebook"
@@ -37,6 +37,8 @@ def plan(cluster: Cluster) -> ResizePlan:
     if not offers_notebook(cluster):
         product = cluster.version.product.title or cluster.version.product.name
         raise NotebookRefused(f"{product} clusters have no notebook: only Spark clusters do")
+    if words := refusal(cluster, ROLE, 0, 1):  # the version's plugin's word on its role
+        raise NotebookRefused(words)
     if cluster.state != S.RUNNING:
         raise NotebookRefused(
             f"cluster {cluster.name} is {cluster.state}; a notebook is added to a running "

@@ -1,8 +1,9 @@
 """The rules of a resize: which role a cluster grows or shrinks, to what sizes, and what a
 shrink must leave standing. Plain functions over the cluster's records (no node calls): the
-request (services.request_resize) refuses with their words, the worker (workers/resize.py)
-does the node work and the checks that need the product's own answer (HDFS used bytes, the
-replication of Cassandra's keyspaces: the rule is here, the worker reads the keyspaces).
+request (services.request_resize) refuses with their words and the version's plugin's
+(apps/products: HDFS's replication, FerretDB's independent members, the generic plugin's
+refusal of roles that keep state); the worker (workers/resize.py) does the node work and the
+plugin the checks that need the product's own answer (HDFS used bytes, Cassandra's keyspaces).
 
 A product's size is the launch option that sets the count of one role (``size``, CESGA's
 name); the bounds are that option's and that role's together."""
@@ -10,24 +11,14 @@ name); the bounds are that option's and that role's together."""
 from dataclasses import dataclass
 
 from apps.catalog.options import InstanceSpec, resolve
-from apps.catalog.spec import definition_of
+from apps.catalog.spec import ProductDefinition, definition_of
+from apps.products.base import ResizeAsk
+from apps.products.registry import plugin_for
 
 from .models import Cluster, Instance
 from .quotas import Demand
 
 S = Cluster.State
-
-# Products whose members cannot simply be added or removed: FerretDB's members are independent
-# servers (each its own data), MongoDB's replica set membership is not managed by Platter.
-NOT_RESIZABLE = {
-    "mongodb": "its members are independent servers, each with its own data",
-}
-# Products whose data lives in HDFS on the scalable role (replication checks, decommission).
-HDFS_PRODUCTS = {"hadoop"}
-# Cassandra's own keyspaces that Platter replicates to the ring's size (system_auth to
-# min(3, nodes) by cassandra-auth): a shrink lowers them rather than being refused by them
-# (Cassandra's decommission itself refuses to leave fewer nodes than any keyspace's copies).
-CASSANDRA_OWN_KEYSPACES = ("system_auth", "system_distributed", "system_traces")
 
 
 class ResizeRefused(ValueError):
@@ -72,12 +63,6 @@ class Growth(Demand):
 
 def scaling_of(cluster: Cluster) -> Scaling:
     """The role a resize changes and its bounds; ResizeRefused for a product without one."""
-    product = cluster.version.product.name
-    if product in NOT_RESIZABLE:
-        raise ResizeRefused(
-            f"{cluster.version.product.title or product} clusters cannot be resized: "
-            f"{NOT_RESIZABLE[product]}"
-        )
     definition = definition_of(cluster.definition)
     for name, option in definition.options.items():
         roles = definition.targeted_roles(option)
@@ -93,24 +78,26 @@ def scaling_of(cluster: Cluster) -> Scaling:
     raise ResizeRefused(f"{cluster.version} has no size option: it cannot be resized")
 
 
-def hdfs_replication(cluster: Cluster) -> int:
-    """dfs.replication as the cluster's NameNode has it: the replication option ("auto": 3),
-    never more than the workers it launched with (hadoop-start in the image does the same)."""
+def stateful_roles(definition: ProductDefinition) -> dict[str, bool]:
+    """Each role of the definition, and whether its instances keep data on their disks."""
+    return {r.name: r.bounds("disks").max > 0 for r in definition.roles}
+
+
+def refusal(cluster: Cluster, role: str, current: int, target: int) -> str | None:
+    """The version's plugin's words against resizing `role` from `current` to `target`."""
+    definition = definition_of(cluster.definition)
     options = resolve(cluster.definition, cluster.options).options
-    chosen = options.get("replication", "auto")
-    wanted = 3 if chosen == "auto" else int(chosen)
-    return max(1, min(wanted, int(options.get("size", wanted))))
+    stateful = stateful_roles(definition).get(role, True)
+    ask = ResizeAsk(role, current, target, stateful, options)
+    return plugin_for(cluster.definition).resize_refusal(ask)
 
 
 def pinned_options(cluster: Cluster) -> dict | None:
     """The cluster's options with what its size decided at launch written out, so that
-    instances made later are configured as the first ones (HDFS's "auto" replication is
-    min(3, launch size): new workers must not pick a higher one); None when nothing changes."""
-    if cluster.version.product.name not in HDFS_PRODUCTS:
-        return None
-    if cluster.options.get("replication", "auto") not in ("auto", None):
-        return None
-    return {**cluster.options, "replication": hdfs_replication(cluster)}
+    instances made later are configured as the first ones (the plugin's: HDFS's "auto"
+    replication); None when nothing changes."""
+    resolved = resolve(cluster.definition, cluster.options).options
+    return plugin_for(cluster.definition).pinned_options(cluster.options, resolved)
 
 
 def plan(cluster: Cluster, workers: object) -> ResizePlan:
@@ -123,24 +110,18 @@ def plan(cluster: Cluster, workers: object) -> ResizePlan:
     scaling = scaling_of(cluster)
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise ResizeRefused(f"workers must be a whole number; got {workers!r}")
-    if not scaling.low <= workers <= scaling.high:
-        raise ResizeRefused(
-            f"role {scaling.role} allows {scaling.low} to {scaling.high} instances; asked {workers}"
-        )
     members = list(
         Instance.objects.filter(cluster=cluster, role=scaling.role, active=True).order_by("index")
     )
     current = len(members)
+    if workers != current and (words := refusal(cluster, scaling.role, current, workers)):
+        raise ResizeRefused(words)
+    if not scaling.low <= workers <= scaling.high:
+        raise ResizeRefused(
+            f"role {scaling.role} allows {scaling.low} to {scaling.high} instances; asked {workers}"
+        )
     if workers == current:
         raise ResizeRefused(f"cluster {cluster.name} already has {current} {scaling.role}s")
-    if workers < current and cluster.version.product.name in HDFS_PRODUCTS:
-        replication = hdfs_replication(cluster)
-        if workers < replication:
-            raise ResizeRefused(
-                f"HDFS keeps {replication} copies of each block (dfs.replication "
-                f"{replication}): at least {replication} {scaling.role}s must stay; "
-                f"asked {workers}"
-            )
     added = []
     if workers > current:
         model = members[-1] if members else None
@@ -175,40 +156,3 @@ def leaving(cluster: Cluster, role: str, target: int) -> list[Instance]:
         .order_by("index")
     )
     return members[target:]
-
-
-def replication_factor(replication: dict[str, str]) -> int:
-    """The copies a keyspace keeps, from its replication map in system_schema.keyspaces:
-    SimpleStrategy's replication_factor, NetworkTopologyStrategy's largest per-datacenter
-    count (a Platter ring is one datacenter); 0 for LocalStrategy (each node's own)."""
-    strategy = str(replication.get("class", "")).rsplit(".", 1)[-1]
-    if strategy == "SimpleStrategy":
-        return _copies(replication.get("replication_factor", "1"))
-    if strategy == "NetworkTopologyStrategy":
-        return max((_copies(v) for k, v in replication.items() if k != "class"), default=0)
-    return 0
-
-
-def _copies(value: object) -> int:
-    # "3", or "3/1" with transient replicas: every replica needs a node.
-    return int(str(value).split("/", 1)[0])
-
-
-def ring_shrink_refusal(factors: dict[str, int], staying: int) -> str | None:
-    """Why a Cassandra ring cannot shrink to `staying` nodes (seeds included), or None: a
-    keyspace keeping more copies than nodes would stay (the one keeping the most is named).
-    Cassandra's own keyspaces do not count: the worker lowers them to the nodes that stay."""
-    over = {
-        name: copies
-        for name, copies in factors.items()
-        if copies > staying and name not in CASSANDRA_OWN_KEYSPACES
-    }
-    if not over:
-        return None
-    name = min(over, key=lambda k: (-over[k], k))
-    copies = over[name]
-    return (
-        f"keyspace {name} has replication factor {copies}: at least {copies} Cassandra nodes "
-        f"(seeds included) must stay, and this shrink would leave {staying}; lower its "
-        "replication (ALTER KEYSPACE) or keep more nodes"
-    )

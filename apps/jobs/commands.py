@@ -8,15 +8,19 @@ is written to .pid, so a cancel can stop the driver and every process it started
 import re
 import shlex
 
+from apps.products.base import ProductPlugin
+from apps.products.registry import PLUGINS, plugin_for
+
 from .models import Job
 
 FOLDER = "/tmp/platter-jobs/{}"  # noqa: S108 (inside the cluster's master container)
 LOG = ".log"
 PID = ".pid"
-# "Submitted application application_1764000000000_0001" (YARN); "Connected to Spark cluster
-# with app ID app-20261125213000-0001" (the standalone master).
-APPLICATION_ID = re.compile(r"\b(application_\d+_\d+|app-\d{14}-\d{4,})\b")
-SPARK_KINDS = (Job.Kind.PYSPARK, Job.Kind.SPARK_JAR)
+# Any plugin's application id (YARN's application_..., Spark's app-...), for readers of logs
+# that know no cluster (bench/jobs.py).
+APPLICATION_ID = re.compile(
+    "|".join(p.application_id.pattern for p in PLUGINS.values() if p.application_id)
+)
 
 
 def folder(job: Job) -> str:
@@ -40,27 +44,14 @@ def _local(job: Job, name: str) -> str:
     return name if name.startswith("/") else f"{folder(job)}/{name}"
 
 
+def plugin_of(job: Job) -> ProductPlugin:
+    return plugin_for(job.cluster.definition)
+
+
 def program(job: Job) -> list[str]:
-    """spark-submit (client mode: the driver runs here, inside the cluster's network, against
-    the master spark-defaults.conf names) or hadoop jar, with the job's files and options."""
-    if job.kind == Job.Kind.MAPREDUCE:
-        argv = ["hadoop", "jar", _local(job, job.main)]
-        if job.main_class:
-            argv.append(job.main_class)
-        # Generic options follow the program name (ToolRunner programs, the examples).
-        for key, value in sorted(job.properties.items()):
-            argv += ["-D", f"{key}={value}"]
-        return argv + list(job.args)
-    argv = ["spark-submit", "--deploy-mode", "client", "--name", f"platter-job-{job.id}"]
-    if job.kind == Job.Kind.SPARK_JAR:
-        argv += ["--class", job.main_class]
-    if job.py_files:
-        argv += ["--py-files", ",".join(_local(job, n) for n in job.py_files)]
-    if job.files:
-        argv += ["--files", ",".join(_local(job, n) for n in job.files)]
-    for key, value in sorted(job.properties.items()):
-        argv += ["--conf", f"{key}={value}"]
-    return [*argv, _local(job, job.main), *job.args]
+    """The product's program for the job's kind (its plugin's: spark-submit, hadoop jar),
+    with the job's files and options."""
+    return plugin_of(job).job_argv(job, lambda name: _local(job, name))
 
 
 def launcher(job: Job) -> list[str]:
@@ -77,21 +68,13 @@ def launcher(job: Job) -> list[str]:
 
 
 def environment(job: Job) -> dict[str, str]:
-    # Hadoop's client prints warnings only by default: the log should show the application's
-    # id and progress as spark-submit's does.
-    if job.kind == Job.Kind.MAPREDUCE:
-        return {"HADOOP_ROOT_LOGGER": "INFO,console"}
-    # A PySpark driver's prints reach the log as they happen, not in one block at its exit
-    # (which the JVM may not copy out before it exits itself).
-    return {"PYTHONUNBUFFERED": "1"}
+    return plugin_of(job).job_environment(job)
 
 
 def kill(job: Job, grace_seconds: int = 10) -> list[str]:
-    """Stop the job: YARN kills the application (it ends KILLED), then the driver's session
-    gets TERM, and KILL after a grace period."""
-    steps = []
-    if job.kind == Job.Kind.MAPREDUCE and job.application_id.startswith("application_"):
-        steps.append(f"yarn application -kill {shlex.quote(job.application_id)} || true")
+    """Stop the job: the product's own steps first (YARN kills the application, which ends
+    KILLED), then the driver's session gets TERM, and KILL after a grace period."""
+    steps = list(plugin_of(job).job_kill_steps(job))
     # procps' kill (through env): sh's own may not take "--" before a negative process group.
     group = f'"-$(cat {PID})"'
     steps.append(
@@ -114,7 +97,12 @@ def outputs(job: Job) -> list[str]:
     return ["sh", "-c", f"find {where} -maxdepth 4 -type f -printf '%s\\t%P\\n' | head -n 1000"]
 
 
-def application_id(text: str) -> str:
-    """The first YARN or Spark application id in the text, or ""."""
-    found = APPLICATION_ID.search(text)
-    return found[1] if found else ""
+def application_id(text: str, plugin: ProductPlugin | None = None) -> str:
+    """The first application id in the text, as the plugin finds them (every plugin's when
+    none is given: YARN's, Spark's), or ""."""
+    found = [
+        hit
+        for p in ([plugin] if plugin else PLUGINS.values())
+        if p.application_id is not None and (hit := p.application_id.search(text))
+    ]
+    return min(found, key=lambda hit: hit.start())[1] if found else ""

@@ -25,6 +25,7 @@ from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, record
 from apps.clusters.models import Cluster
 from apps.clusters.states import State
+from apps.products.registry import plugin_for
 from apps.tasks import bus
 
 from . import admission
@@ -34,8 +35,6 @@ log = logging.getLogger(__name__)
 FOLLOW = "platter.follow_job"  # goes on following a running job whose follower was lost
 K = Job.Kind
 J = Job.State
-# Which product runs which kinds (the product's name in the catalog).
-KINDS_OF_PRODUCT = {"spark": (K.PYSPARK, K.SPARK_JAR), "hadoop": (K.MAPREDUCE,)}
 FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 PROPERTY = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,127}$")
 OUTPUT_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}$")
@@ -131,12 +130,17 @@ def _check_cluster(cluster: Cluster, kind: str) -> None:
             f"cluster {cluster.name} is {cluster.state}{why}; jobs run only on a running cluster"
         )
     product = cluster.version.product.name
-    kinds = KINDS_OF_PRODUCT.get(product)
+    kinds = job_kinds(cluster)
     if not kinds:
-        raise JobRefused(f"cluster {cluster.name} runs {product}; jobs run on Spark or Hadoop")
+        raise JobRefused(f"cluster {cluster.name} runs {product}, whose version runs no jobs")
     if kind not in kinds:
         allowed = ", ".join(str(k) for k in kinds)
         raise JobRefused(f"a {product} cluster runs {allowed} jobs, not {kind}", "kind")
+
+
+def job_kinds(cluster: Cluster) -> tuple[str, ...]:
+    """The kinds of job the cluster's version runs (its plugin's; none: no Jobs form)."""
+    return plugin_for(cluster.definition).job_kinds
 
 
 def _check_request(asked: JobRequest) -> None:

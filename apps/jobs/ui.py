@@ -4,23 +4,20 @@ browser on to the cluster's UI origin, as the cluster page's links to its web UI
 
 from apps.clusters import access
 from apps.clusters.models import Cluster
+from apps.products.registry import plugin_for
 
 from .models import Job
-
-# The form of an application id -> the web UI that shows it (a port the catalog's version
-# declares with "ui": true) and the application's page there.
-PAGES = (
-    ("application_", 8088, "cluster/app/{id}"),  # YARN's ResourceManager (Hadoop)
-    ("app-", 8080, "app/?appId={id}"),  # the Spark standalone master
-)
 
 
 def application_url(job: Job, web_uis: list[dict] | None = None) -> str | None:
     """The portal path of the job's application's page in its cluster's web UI; None with no
     application id (yet), or when the cluster does not serve that UI now (not running, or its
     version declares no such port). `web_uis`: the cluster's (access.web_uis), if at hand."""
+    # The version's plugin says which web UI (a port the version declares with "ui": true)
+    # shows an application with this form of id, and its page there.
+    pages = plugin_for(job.cluster.definition).app_pages
     page = next(
-        ((port, path) for prefix, port, path in PAGES if job.application_id.startswith(prefix)),
+        ((p.port, p.path) for p in pages if job.application_id.startswith(p.prefix)),
         None,
     )
     if page is None or job.cluster.state != Cluster.State.RUNNING:
@@ -28,5 +25,5 @@ def application_url(job: Job, web_uis: list[dict] | None = None) -> str | None:
     port, path = page
     uis = access.web_uis(job.cluster) if web_uis is None else web_uis
     ui = next((u for u in uis if u["port"] == port), None)
-    # The id is letters, digits, "_" and "-" (commands.APPLICATION_ID): nothing to escape.
+    # The id is letters, digits, "_" and "-" (the plugins' application_id): nothing to escape.
     return None if ui is None else ui["url"] + path.format(id=job.application_id)

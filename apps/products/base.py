@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 
+class StepFailed(Exception):
+    """A step of the life cycle failed on a node (a command exited non-zero, a container did
+    not start); workers/lifecycle.py raises it, a plugin may catch it to put things back."""
+
+
 class ResizeFailed(Exception):
     """A resize cannot finish; what it changed is put back and the message is the reason a
     user reads (the cluster runs on as it was)."""

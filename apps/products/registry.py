@@ -1,15 +1,31 @@
 """Which plugin a product version uses: by the name its definition gives (``"plugin"``),
 never by the product's name, which an admin may edit. One line per plugin below; the catalog
-refuses a definition naming one not listed (apps/catalog/spec.py)."""
+refuses a definition naming one not listed (apps/catalog/spec.py). A new product adds its
+import and its entry in PLUGINS (apps/products/<name>/plugin.py's PLUGIN)."""
 
 from typing import Any
 
 from . import generic
 from .base import ProductPlugin
+from .cassandra import plugin as cassandra
+from .demo import plugin as demo
+from .ferretdb import plugin as ferretdb
+from .hadoop import plugin as hadoop
+from .spark import plugin as spark
 
 GENERIC = generic.PLUGIN.name
 
-PLUGINS: dict[str, ProductPlugin] = {plugin.name: plugin for plugin in (generic.PLUGIN,)}
+PLUGINS: dict[str, ProductPlugin] = {
+    plugin.name: plugin
+    for plugin in [
+        generic.PLUGIN,
+        demo.PLUGIN,
+        hadoop.PLUGIN,
+        spark.PLUGIN,
+        cassandra.PLUGIN,
+        ferretdb.PLUGIN,
+    ]
+}
 
 
 def names() -> list[str]:

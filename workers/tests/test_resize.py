@@ -199,12 +199,12 @@ def script(
     """The NameNode answers these in turn (the last one for ever), and the ResourceManager's
     decommissioning nodes those of `yarn` (none by default); returns the exclude lists
     written (hdfs part of each _set_excluded call)."""
-    from workers import resize as step
+    from apps.products.hadoop import decommission as step
 
     draining = iter(yarn or [{}])
     last_yarn: list[dict[str, int]] = [{}]
 
-    def yarn_draining(_master, _container):
+    def yarn_draining(_op, _master):
         last_yarn[0] = next(draining, last_yarn[0])
         return last_yarn[0]
 
@@ -213,15 +213,15 @@ def script(
     last: list[dict] = []
     written: list[list[str]] = []
 
-    def hdfs_nodes(_master, _container):
+    def hdfs_nodes(_op, _master):
         last[:] = [next(seen, last[0] if last else answers[-1])]
         return last[0]
 
-    def set_excluded(_master, _container, ips, _names, add):
+    def set_excluded(_op, _master, ips, _names, add):
         written.append(list(ips) if add else [])
 
     monkeypatch.setattr(step, "hdfs_nodes", hdfs_nodes)
-    monkeypatch.setattr(step, "_set_excluded", set_excluded)
+    monkeypatch.setattr(step, "set_excluded", set_excluded)
     return written
 
 
@@ -276,13 +276,15 @@ def test_the_resource_manager_decommissions_gracefully_for_the_drain_time(
 ):
     """The exclude edit asks YARN for a graceful decommission bounded by the drain time; the
     way back into service is a plain refresh."""
-    from workers import resize as step
+    from apps.products.hadoop import decommission as step
+    from workers.resize import NodeOperator
 
     settings.RESIZE_DRAIN_SECONDS = 77
-    master, container = step._master(hadoop3)
+    op = NodeOperator(hadoop3)
+    master = step.master(op)
     fake_nodes.execs.clear()
-    step._set_excluded(master, container, ["10.0.0.9"], ["worker-9"], True)
-    step._set_excluded(master, container, ["10.0.0.9"], ["worker-9"], False)
+    step.set_excluded(op, master, ["10.0.0.9"], ["worker-9"], True)
+    step.set_excluded(op, master, ["10.0.0.9"], ["worker-9"], False)
     scripts = [argv for argv in fake_nodes.execs if argv[:2] == ["sh", "-c"]]
     assert "yarn rmadmin -refreshNodes -g 77 -server" in scripts[0][2]
     assert scripts[1][2].endswith("yarn rmadmin -refreshNodes; fi")
@@ -434,7 +436,7 @@ class FakeRing:
         return 0, ""
 
     def exec(self, host: str, address: str, argv: list[str]) -> tuple[int, str]:
-        from workers.resize import DECOMMISSION_RC
+        from apps.products.cassandra.ring import DECOMMISSION_RC
 
         command = " ".join(argv)
         if argv[:2] == ["nodetool", "status"]:
@@ -716,7 +718,7 @@ def test_a_cassandra_resize_waits_for_every_node_to_be_up(ring, fake_nodes, pool
 
 
 def test_nodetool_status_is_read_with_joining_nodes_and_ports():
-    from workers.resize import parse_ring
+    from apps.products.cassandra.ring import parse_ring
 
     output = STATUS_HEADER + (
         "UN  10.0.0.2:7000  97.09 KiB  16  66.7%  11e24d4a-a85f-4429-b701-3865c80bf887  rack1\n"
@@ -737,7 +739,7 @@ def test_nodetool_status_is_read_with_joining_nodes_and_ports():
     ],
 )
 def test_a_keyspace_replication_factor_is_read_from_either_strategy(replication, copies):
-    from apps.clusters.resize import replication_factor, ring_shrink_refusal
+    from apps.products.cassandra.rules import replication_factor, ring_shrink_refusal
 
     assert replication_factor(replication) == copies
     # Two nodes staying: only a user's keyspace keeping more copies refuses; Cassandra's own
@@ -746,3 +748,31 @@ def test_a_keyspace_replication_factor_is_read_from_either_strategy(replication,
     assert (refusal is None) == (copies <= 2)
     if refusal:
         assert refusal.startswith(f"keyspace k has replication factor {copies}: at least")
+
+
+def test_a_version_without_a_plugin_refuses_to_resize_a_role_that_keeps_state(
+    fake_nodes, pool, alice, catalog
+):
+    """An admin's copy of the demo version that names no plugin (as the CESGA import makes
+    them) gets the generic one: its workers keep data on disks, so no shrink (nor grow) runs
+    without a drain; before plugins, a product missing from the drain table shrank as is."""
+    demo = version("demo")
+    bare = ProductVersion.objects.create(
+        product=demo.product,
+        version="no-plugin",
+        **{f: getattr(demo, f) for f in ("image", "disk_kind", "roles", "options_schema")},
+        **{f: getattr(demo, f) for f in ("ports", "environment", "configure", "capabilities")},
+    )
+    assert bare.plugin == ""
+    spec = resolve(bare, {"size": 2, "mem": 64})
+    cluster = services.create_cluster(alice, bare, "bare", spec.instances, {"size": 2, "mem": 64})
+    reserve(cluster.id)
+    assert operations.run("launch", cluster.id) == S.RUNNING
+    with pytest.raises(ResizeRefused, match=r"workers keep data on their disks.*cannot be resized"):
+        services.request_resize(cluster.id, 1, actor=alice)
+    with pytest.raises(ResizeRefused, match="generic"):
+        services.request_resize(cluster.id, 3, actor=alice)
+    cluster.refresh_from_db()
+    assert cluster.state == S.RUNNING and len(workers_of(cluster)) == 2
+    # The same shape under the demo plugin (the shipped version) shrinks.
+    assert version("demo").plugin == "demo"

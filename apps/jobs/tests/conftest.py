@@ -9,15 +9,18 @@ from apps.api.tests.conftest import api, throttle_cache, tokens  # noqa: F401 (f
 from apps.catalog.models import Product, ProductVersion
 from apps.clusters.models import Cluster, Instance
 from apps.inventory.models import Node
+from apps.products import registry
 
 _names = itertools.count(1)
 
 
 def make_cluster(owner, product: str = "spark", state: str = "running") -> Cluster:
-    """A cluster of `product` with a master on a (fake) node."""
+    """A cluster of `product` with a master on a (fake) node; its version names the plugin
+    of the same name (the generic one when there is none)."""
     found, _ = Product.objects.get_or_create(name=product, defaults={"title": product})
+    plugin = product if product in registry.PLUGINS else ""
     version, _ = ProductVersion.objects.get_or_create(
-        product=found, version="t", defaults={"image": f"platter/{product}:t"}
+        product=found, version="t", defaults={"image": f"platter/{product}:t", "plugin": plugin}
     )
     cluster = Cluster.objects.create(
         owner=owner, version=version, name=f"{product}-{next(_names)}", state=state

@@ -47,10 +47,24 @@ def test_it_refuses_a_cluster_that_is_not_running_saying_its_state(alice, state)
     assert not Job.objects.exists()
 
 
-def test_it_refuses_a_product_that_is_neither_spark_nor_hadoop(alice):
+def test_it_refuses_a_product_whose_plugin_has_no_job_kinds(alice):
     cluster = make_cluster(alice, "demo")
-    with pytest.raises(JobRefused, match="runs demo; jobs run on Spark or Hadoop"):
+    with pytest.raises(JobRefused, match="runs demo, whose version runs no jobs"):
         services.submit(alice, cluster, pyspark())
+    assert not Job.objects.exists()
+
+
+def test_the_job_kinds_follow_the_versions_plugin_not_the_product_name(alice):
+    """A Spark product renamed in the admin still runs Spark jobs; one whose version names
+    no plugin runs none."""
+    renamed = make_cluster(alice, "spark")
+    renamed.version.product.name = "my-spark"
+    renamed.version.product.save()
+    assert services.submit(alice, renamed, pyspark()).kind == "pyspark"
+    bare = make_cluster(alice, "cassandra")
+    assert services.job_kinds(bare) == ()
+    with pytest.raises(JobRefused, match="whose version runs no jobs"):
+        services.submit(alice, bare, pyspark())
 
 
 def test_it_refuses_a_kind_the_product_does_not_run(alice, hadoop, spark):

@@ -1,0 +1,124 @@
+"""Spark (standalone): workers leave once no executor runs on them, a notebook instance is
+added as a grow of its role, PySpark and jar jobs, running applications and busy notebook
+kernels as signals of use, JupyterLab's readiness."""
+
+import json
+import re
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+
+from ..base import (
+    AppPage,
+    BasePlugin,
+    JobLike,
+    Member,
+    NotebookProbe,
+    Operator,
+    ResizeFailed,
+    UsageProbe,
+)
+
+PYSPARK, SPARK_JAR = "pyspark", "spark-jar"
+NOTEBOOK_ROLE, NOTEBOOK_PORT = "notebook", 8888
+# JupyterLab's /api/status under its base URL, asked inside its container as the idle probe
+# asks for its kernels, with the cluster's UI token the container was given (JupyterLab
+# answers nothing without it); prints the marker only when it answers.
+NOTEBOOK_READY = "jupyterlab-ready"
+NOTEBOOK_STATUS = f"""import os, socket, urllib.request as u
+root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
+host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
+token = os.environ.get("PLATTER_UI_TOKEN", "")
+u.urlopen(u.Request(
+    "http://127.0.0.1:{NOTEBOOK_PORT}%s/%s/{NOTEBOOK_PORT}/api/status" % (root, host),
+    headers={{"Authorization": "token " + token}} if token else {{}},
+), timeout=5).read()
+print("{NOTEBOOK_READY}")
+"""
+
+
+def drain(op: Operator, leaving: list[Member]) -> None:
+    """Spark workers leave once no executor runs on them (cores used 0 on the master's
+    status), or the resize fails past RESIZE_DRAIN_SECONDS."""
+    master = next((m for m in op.members() if m.role == "master"), None)
+    if master is None:
+        raise ResizeFailed("the cluster has no running master")
+    url = f"http://{master.hostname}:8080/json/"
+    names = {m.hostname for m in leaving} | {m.ip for m in leaving if m.ip}
+    probe = (
+        "import json, urllib.request; "
+        f"s = json.load(urllib.request.urlopen({url!r}, timeout=10)); "
+        "print(json.dumps([[w.get('host'), w.get('state'), w.get('coresused', 0)] "
+        "for w in s.get('workers', [])]))"
+    )
+    deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+    while True:
+        workers = json.loads(op.run(master, ["python3", "-c", probe]).splitlines()[-1])
+        busy = [w for w in workers if w[0] in names and w[1] == "ALIVE" and w[2]]
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise ResizeFailed(
+                f"executors still run on {', '.join(w[0] for w in busy)} after "
+                f"{settings.RESIZE_DRAIN_SECONDS} s; the workers stay"
+            )
+        op.event(f"waiting for executors to end on {len(busy)} workers")
+        time.sleep(settings.RESIZE_POLL_SECONDS)
+
+
+class SparkPlugin(BasePlugin):
+    name = "spark"
+    title = "Spark standalone (executors drained, PySpark and jar jobs, notebook)"
+    resizable = ("worker", NOTEBOOK_ROLE)
+    job_kinds = (PYSPARK, SPARK_JAR)
+    # "Connected to Spark cluster with app ID app-20261125213000-0001" (the standalone master)
+    application_id = re.compile(r"\b(app-\d{14}-\d{4,})\b")
+    app_pages = (AppPage("app-", 8080, "app/?appId={id}"),)  # the Spark master's UI
+    # A notebook's own Spark application lives as long as its kernel, busy or not: it is left
+    # out, and the notebook counts by its busy kernels instead.
+    usage_probes = (
+        UsageProbe(
+            8080,
+            "/json/",
+            "activeapps",
+            ("name", "notebook on ", True),
+            "a Spark application running",
+        ),
+        UsageProbe(
+            NOTEBOOK_PORT,
+            "{root}/{host}/8888/api/kernels",
+            "",
+            ("execution_state", "busy", False),
+            "a busy notebook kernel",
+        ),
+    )
+    notebook_probe = NotebookProbe(
+        NOTEBOOK_ROLE, ["python3", "-c", NOTEBOOK_STATUS], NOTEBOOK_READY
+    )
+    drain_words = "leaving workers are removed once no executor runs on them"
+
+    def drain(self, op: Operator, leaving: list[Member]) -> None:
+        drain(op, leaving)
+
+    def job_argv(self, job: JobLike, local: Callable[[str], str]) -> list[str]:
+        """spark-submit (client mode: the driver runs here, inside the cluster's network,
+        against the master spark-defaults.conf names)."""
+        argv = ["spark-submit", "--deploy-mode", "client", "--name", f"platter-job-{job.id}"]
+        if job.kind == SPARK_JAR:
+            argv += ["--class", job.main_class]
+        if job.py_files:
+            argv += ["--py-files", ",".join(local(n) for n in job.py_files)]
+        if job.files:
+            argv += ["--files", ",".join(local(n) for n in job.files)]
+        for key, value in sorted(job.properties.items()):
+            argv += ["--conf", f"{key}={value}"]
+        return [*argv, local(job.main), *job.args]
+
+    def job_environment(self, job: JobLike) -> dict[str, str]:
+        # A PySpark driver's prints reach the log as they happen, not in one block at its
+        # exit (which the JVM may not copy out before it exits itself).
+        return {"PYTHONUNBUFFERED": "1"}
+
+
+PLUGIN = SparkPlugin()
