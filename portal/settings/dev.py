@@ -32,7 +32,9 @@ LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", LAB_PLACE.segments_s
 LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
-LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb"])
+LAB_PRODUCTS = envlist(
+    "PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb", "kafka"]
+)
 # The lab's fio image: the host's fio and its libraries on top of the base image.
 LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
 # Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.

@@ -14,7 +14,7 @@ import importlib
 from .recipe import Recipe
 
 # The images the lab builds, in build order (one module of this package each).
-PRODUCTS = ("spark", "hadoop", "cassandra", "ferretdb")
+PRODUCTS = ("spark", "hadoop", "cassandra", "ferretdb", "kafka")
 
 
 def recipes(names: tuple[str, ...] = PRODUCTS) -> list[Recipe]:
