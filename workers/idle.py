@@ -3,10 +3,9 @@ then warn or stop as apps/clusters/idle.py rules (beat runs check_idle_clusters 
 
 The signals probed here (the UI proxy records its requests itself, as they happen):
 - a portal job queued or running on the cluster (apps.jobs);
-- a Spark or YARN application running: the master's own REST API, asked inside the container
-  (Spark master UI /json/ on 8080, YARN ResourceManager /ws/v1/cluster/apps on 8088), and a
-  busy notebook kernel (JupyterLab's /api/kernels on 8888; a notebook's own Spark application
-  is left out, as it lives as long as the kernel, idle or not);
+- what the version's plugin counts as use (apps/products: its usage_probes), each a REST API
+  asked inside the container on a port it listens on: Spark's running applications and busy
+  notebook kernels, YARN's applications; a product without a plugin of its own has none;
 - an open connection from outside the cluster to a port an instance listens on: an ssh
   session, a cqlsh or MongoDB client, a browser through the proxy. Read from the kernel's
   /proc/net/tcp{,6} in each container; connections between the cluster's own members (gossip,
@@ -40,29 +39,13 @@ from apps.clusters.services import StateConflict, request_stop
 from apps.clusters.transitions import record_event
 from apps.jobs.models import Job
 from apps.nodes import NodeError
+from apps.products.base import UsageProbe
+from apps.products.registry import plugin_for
 
 log = logging.getLogger(__name__)
 PROBE_TIMEOUT = 10  # seconds per exec
 ESTABLISHED, LISTEN = "01", "0A"
 
-# Listening port -> (URL path on it, where the items are in its JSON, which items count, the
-# signal's words). A notebook's own Spark application lives as long as its kernel, busy or not:
-# it is left out, and the notebook counts by its busy kernels instead.
-APP_PROBES: dict[int, tuple[str, str, tuple[str, str, bool] | None, str]] = {
-    8080: ("/json/", "activeapps", ("name", "notebook on ", True), "a Spark application running"),
-    8088: (
-        "/ws/v1/cluster/apps?states=RUNNING,ACCEPTED",
-        "apps.app",
-        None,
-        "a YARN application running",
-    ),
-    8888: (
-        "{root}/{host}/8888/api/kernels",
-        "",
-        ("execution_state", "busy", False),
-        "a busy notebook kernel",
-    ),
-}
 # Run inside the container: prints how many items of the JSON at the URL, under the dotted key,
 # count (FIELD starts with VALUE, or does not when NOT is 1; all when no FIELD).
 # argv: PORT PATH KEY FIELD VALUE NOT
@@ -80,10 +63,10 @@ print(sum(1 for i in d if not field or str(i.get(field, "")).startswith(value) !
 """
 
 
-def app_count_argv(port: int) -> list[str]:
-    path, key, which, _ = APP_PROBES[port]
-    field, value, negate = which or ("", "", False)
-    return ["python3", "-c", APP_COUNT, str(port), path, key, field, value, "1" if negate else "0"]
+def app_count_argv(probe: UsageProbe) -> list[str]:
+    field, value, negate = probe.which or ("", "", False)
+    port, path, key = str(probe.port), probe.path, probe.key
+    return ["python3", "-c", APP_COUNT, port, path, key, field, value, "1" if negate else "0"]
 
 
 def check_idle_clusters(now: datetime | None = None) -> dict[str, list[int]]:
@@ -143,7 +126,7 @@ def probe_all(clusters: list[Cluster]) -> dict[int, list[str]]:
     for cluster in clusters:
         found[cluster.id] = _job_signals(cluster)
         if not found[cluster.id]:  # a job is use enough: no need to ask its containers
-            probes[cluster.id] = partial(_probe_instances, *_placed(cluster))
+            probes[cluster.id] = partial(_probe_instances, *_placed(cluster), _probes(cluster))
     budget, threads = settings.IDLE_PROBE_BUDGET_SECONDS, settings.IDLE_PROBE_THREADS
     for cluster_id, seen in within_budget(probes, budget, threads).items():
         if seen is None:
@@ -197,13 +180,18 @@ def within_budget(
 
 def signals(cluster: Cluster) -> list[str]:
     """The signals of use seen now, in words (one cluster, no budget)."""
-    return _job_signals(cluster) + _probe_instances(*_placed(cluster))
+    return _job_signals(cluster) + _probe_instances(*_placed(cluster), _probes(cluster))
 
 
 def _job_signals(cluster: Cluster) -> list[str]:
     if Job.objects.filter(cluster=cluster, state__in=["queued", "running"]).exists():
         return ["a portal job running"]
     return []
+
+
+def _probes(cluster: Cluster) -> tuple[UsageProbe, ...]:
+    """What the cluster's version's plugin counts as use (none for the generic plugin)."""
+    return plugin_for(cluster.definition).usage_probes
 
 
 def _placed(cluster: Cluster) -> tuple[list[Instance], set[str]]:
@@ -217,17 +205,21 @@ def _placed(cluster: Cluster) -> tuple[list[Instance], set[str]]:
     return instances, {i.address.ip for i in instances if i.address}
 
 
-def _probe_instances(instances: list[Instance], members: set[str]) -> list[str]:
+def _probe_instances(
+    instances: list[Instance], members: set[str], probes: tuple[UsageProbe, ...] = ()
+) -> list[str]:
     found = []
     for instance in instances:
         try:
-            found += _instance_signals(instance, members)
+            found += _instance_signals(instance, members, probes)
         except (NodeError, TimeoutError, ValueError) as error:  # a probe that fails sees nothing
             log.info("idle probe of %s skipped: %s", instance.hostname, error)
     return found
 
 
-def _instance_signals(instance: Instance, members: set[str]) -> list[str]:
+def _instance_signals(
+    instance: Instance, members: set[str], probes: tuple[UsageProbe, ...] = ()
+) -> list[str]:
     if instance.node is None:  # not placed (the query excludes these; for the type checker)
         return []
     client = nodes.client(instance.node)
@@ -237,10 +229,10 @@ def _instance_signals(instance: Instance, members: set[str]) -> list[str]:
         return []
     listening, clients = connections(table, members)
     found = []
-    for port in sorted(listening & APP_PROBES.keys()):
-        code, out = client.exec(container, app_count_argv(port), PROBE_TIMEOUT)
+    for probe in sorted((p for p in probes if p.port in listening), key=lambda p: p.port):
+        code, out = client.exec(container, app_count_argv(probe), PROBE_TIMEOUT)
         if code == 0 and out.strip().isdigit() and int(out.strip()) > 0:
-            found.append(f"{APP_PROBES[port][3]} on {instance.hostname}")
+            found.append(f"{probe.words} on {instance.hostname}")
     found += [f"{client_ip} connected to {instance.hostname}:{port}" for port, client_ip in clients]
     return found[:3]
 

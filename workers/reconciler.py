@@ -28,6 +28,7 @@ from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Node
 from apps.inventory.services import record_health_check
 from apps.nodes import NodeError, helpers, parallel
+from apps.products.registry import plugin_for
 
 from . import operations, perimeter
 
@@ -84,27 +85,11 @@ def reconcile(grace_seconds: int | None = None) -> dict:
     return report.__dict__
 
 
-# JupyterLab's /api/status under its base URL, asked inside its container as the idle probe
-# asks for its kernels (workers/idle.py), with the cluster's UI token the container was given
-# (JupyterLab answers nothing without it); prints the marker only when it answers.
-NOTEBOOK_READY = "jupyterlab-ready"
-NOTEBOOK_STATUS = f"""import os, socket, urllib.request as u
-root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
-host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
-token = os.environ.get("PLATTER_UI_TOKEN", "")
-u.urlopen(u.Request(
-    "http://127.0.0.1:{notebook.PORT}%s/%s/{notebook.PORT}/api/status" % (root, host),
-    headers={{"Authorization": "token " + token}} if token else {{}},
-), timeout=5).read()
-print("{NOTEBOOK_READY}")
-"""
-NOTEBOOK_PROBE_SECONDS = 10
-
-
 def probe_notebooks() -> list[str]:
     """Record on each running notebook not known to answer yet whether JupyterLab does now
-    (the cluster page's "ready"); one that stopped or was lost forgets it. Returns the
-    hostnames found ready."""
+    (the cluster page's "ready"); one that stopped or was lost forgets it. How to ask is the
+    version's plugin's (Spark's: JupyterLab's /api/status); a version whose plugin has no
+    notebook probe is not asked. Returns the hostnames found ready."""
     notebooks = Instance.objects.filter(role=notebook.ROLE, active=True)
     notebooks.exclude(state=Instance.State.RUNNING).exclude(answered_at=None).update(
         answered_at=None
@@ -116,20 +101,23 @@ def probe_notebooks() -> list[str]:
             cluster__state__in=(S.RUNNING, S.DEGRADED),
         )
         .exclude(node=None)
-        .select_related("node")
+        .select_related("node", "cluster__version", "cluster__revision")
     )
-    argv = ["python3", "-c", NOTEBOOK_STATUS]
+    probes = {i.id: plugin_for(i.cluster.definition).notebook_probe for i in waiting}
+    asked = [(i, probe) for i in waiting if (probe := probes[i.id]) is not None]
     results = parallel(
-        lambda i: nodes.client(i.node).exec(
-            container_name(i.cluster_id, i.role, i.index), argv, NOTEBOOK_PROBE_SECONDS
+        lambda pair: nodes.client(pair[0].node).exec(
+            container_name(pair[0].cluster_id, pair[0].role, pair[0].index),
+            pair[1].argv,
+            pair[1].timeout,
         ),
-        waiting,
+        asked,
     )
     ready = []
-    for instance, outcome in zip(waiting, results, strict=True):
+    for (instance, probe), outcome in zip(asked, results, strict=True):
         if isinstance(outcome, Exception) or outcome[0] != 0:
             continue  # not yet (or its node did not answer): asked again next time
-        if NOTEBOOK_READY in outcome[1]:
+        if probe.marker in outcome[1]:
             Instance.objects.filter(id=instance.id, answered_at=None).update(
                 answered_at=timezone.now()
             )

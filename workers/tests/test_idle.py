@@ -9,12 +9,16 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from apps.catalog.models import ProductRevision, ProductVersion
 from apps.clusters import idle as rules
 from apps.clusters.models import Cluster, IdlePolicy, Instance
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_cluster, make_network, make_node, wants
 from apps.clusters.transitions import transition
 from apps.nodes.fake import FakeContainer, FakeNodeClient, FakeNodes
+from apps.products import registry
+from apps.products.base import UsageProbe
+from apps.products.registry import PLUGINS
 from workers import idle
 
 pytestmark = pytest.mark.django_db
@@ -114,7 +118,21 @@ def test_an_ssh_session_from_outside_keeps_it_running_and_is_named(running):
     assert rules.status(kept)["last_signal"] == kept.active_signal
 
 
-def test_a_running_application_keeps_it_running(running):
+def named_plugin(cluster: Cluster, plugin: str) -> Cluster:
+    """The cluster's version (and the revision it launched with) naming `plugin`."""
+    ProductVersion.objects.filter(id=cluster.version_id).update(plugin=plugin)
+    if cluster.revision_id is not None:
+        revisions = ProductRevision.objects.filter(id=cluster.revision_id)
+        definition = revisions.get().definition  # immutable by save(): a test's own edit
+        revisions.update(definition={**definition, "plugin": plugin})
+    return Cluster.objects.get(id=cluster.id)
+
+
+@pytest.mark.parametrize("plugin", ["spark", "generic"])
+def test_a_running_application_keeps_it_running(running, plugin):
+    """On 8080 a Spark version's master is asked for its applications; a version of another
+    plugin serving there is not asked (its port means nothing to Spark's probe)."""
+    running = named_plugin(running, plugin)
     rules.set_limit(running.id, 30)
     spark_master = TCP.replace("1BA5", "1F90")  # listening on 8080, the master UI
     with FakeNodes() as nodes:
@@ -126,8 +144,12 @@ def test_a_running_application_keeps_it_running(running):
         nodes.exec_results["cat"] = (0, inside)  # no connection from outside at all
         nodes.exec_results["python3"] = (0, "1\n")
         aged(running, 45)
-        assert idle.check_idle_clusters()["stopped"] == []
-    assert "a Spark application running" in Cluster.objects.get(id=running.id).active_signal
+        done = idle.check_idle_clusters()
+    signal = Cluster.objects.get(id=running.id).active_signal
+    if plugin == "spark":
+        assert done["stopped"] == [] and "a Spark application running" in signal
+    else:
+        assert done["stopped"] == [running.id] and "Spark" not in signal
 
 
 def test_keep_running_resets_the_clock(running):
@@ -173,12 +195,26 @@ def json_server():
     server.shutdown()
 
 
+def probe_on(port: int) -> UsageProbe:
+    """The probe a shipped plugin asks on `port` (Spark's 8080 and 8888, YARN's 8088)."""
+    return next(p for plugin in PLUGINS.values() for p in plugin.usage_probes if p.port == port)
+
+
+def test_only_the_versions_own_plugin_says_what_a_port_means():
+    """8080 is Spark's master for a Spark version only: a product without a plugin of its
+    own (or another one's) serving on 8080 is not probed as Spark."""
+    assert [p.port for p in registry.get("spark").usage_probes] == [8080, 8888]
+    assert [p.port for p in registry.get("hadoop").usage_probes] == [8088]
+    for name in ("generic", "demo", "cassandra", "ferretdb"):
+        assert registry.get(name).usage_probes == ()
+
+
 def run_probe(port: int, real_port: int, **env: str) -> int:
     """The probe as the container runs it (python3 -c), against the local server."""
     import os
     import subprocess
 
-    argv = idle.app_count_argv(port)
+    argv = idle.app_count_argv(probe_on(port))
     argv[3] = str(real_port)  # the server's port instead of the product's
     done = subprocess.run(
         argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=30, check=True
