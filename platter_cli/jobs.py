@@ -14,14 +14,14 @@ from rich.table import Table
 
 from . import render
 from .api import Api, api_error
+from .common import LOG_FOLLOW_SECONDS, cluster_id, connect, emit, with_json
 from .errors import CliError, ExitCode
-from .main import LOG_FOLLOW_SECONDS, app, cluster_id, connect, emit, with_json
 
 ENDED = {"succeeded", "failed", "killed"}
 KINDS = ["spark", "pyspark", "spark-jar", "mapreduce"]
 
 
-@app.group()
+@click.group()
 def jobs() -> None:
     """Spark and MapReduce jobs on your running clusters.
 

@@ -1,8 +1,6 @@
 """The `platter` command: log in to a portal, launch clusters and follow them, reach them and
 destroy them, all through the portal's REST API. See `platter --help`."""
 
-import functools
-import json
 import os
 import re
 import shutil
@@ -16,14 +14,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from . import config, render
+from . import config, jobs, render
 from .api import Api
+from .common import LOG_FOLLOW_SECONDS, cluster_id, connect, emit, emit_line, with_json
 from .errors import EXIT_CODES_HELP, CliError, ExitCode
 from .lifecycle import life_cycle
 
 POLL_SECONDS = 1.0
 FOLLOW_POLL_SECONDS = 2.0
-LOG_FOLLOW_SECONDS = 300  # the API's longest follow; the command asks again after it
 # Launch option flags: the role property the version's option sets, and its CESGA name.
 SIZING = {
     "--size": ("count", "size"),
@@ -39,59 +37,6 @@ LAUNCH_FLAGS = {
     "idle_minutes": "--idle",
     "allowed_sources": "--allow",
 }
-
-
-def emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2))
-
-
-def emit_line(data: Any) -> None:
-    click.echo(json.dumps(data), nl=True)
-    sys.stdout.flush()
-
-
-def with_json(command: Callable) -> Callable:
-    """--json on a command; its errors then also go to stdout as JSON (with exit_code), and
-    Ctrl-C ends it with 130 and no traceback."""
-
-    @click.option(
-        "--json",
-        "as_json",
-        is_flag=True,
-        help="Machine-readable JSON on stdout (errors too, with exit_code).",
-    )
-    @functools.wraps(command)
-    def wrapper(*args: Any, as_json: bool, **kwargs: Any) -> Any:
-        try:
-            return command(*args, as_json=as_json, **kwargs)
-        except CliError as error:
-            error.as_json = as_json
-            raise
-        except KeyboardInterrupt:
-            error = CliError("interrupted", ExitCode.INTERRUPTED)
-            error.as_json = as_json
-            raise error from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except Exception as bug:
-            if os.environ.get("PLATTER_DEBUG"):
-                raise
-            error = CliError(
-                f"unexpected {type(bug).__name__}: {bug} (a bug in platter: PLATTER_DEBUG=1 "
-                "shows where)",
-                ExitCode.REFUSED,
-            )
-            error.as_json = as_json
-            raise error from None
-
-    return wrapper
-
-
-def connect(flags: dict[str, str] | None = None) -> Api:
-    path = config.config_path()
-    if config.loosely_readable(path):
-        click.echo(f"platter: warning: {path} is readable by others; chmod 600 it", err=True)
-    return Api(config.current(), flags)
 
 
 def parse_memory(_ctx: Any, _param: Any, value: str | None) -> int | None:
@@ -137,6 +82,9 @@ def app() -> None:
     platter events demo-1 -f
     platter destroy demo-1 --yes
     """
+
+
+app.add_command(jobs.jobs)
 
 
 # --- the portal and the catalog -----------------------------------------------------------
@@ -516,26 +464,6 @@ def finish(cluster: dict, wanted: str, portal: str, as_json: bool) -> None:
 
 
 # --- your clusters -------------------------------------------------------------------------
-
-
-def cluster_id(client: Api, ref: str) -> int:
-    """A cluster's id, from its id or the name of one of your live clusters."""
-    if ref.isdigit():
-        return int(ref)
-    user = config.current().user
-    rows = [
-        c
-        for c in client.pages("clusters", **({"user": user} if user else {}))
-        if c["name"] == ref and c["state"] != "destroyed"
-    ]
-    if not rows:
-        raise CliError(f"you have no live cluster named {ref!r} (`platter ls`)", ExitCode.NOT_FOUND)
-    if len(rows) > 1:
-        ids = ", ".join(str(c["id"]) for c in rows)
-        raise CliError(
-            f"{len(rows)} clusters are named {ref!r} (ids {ids}): give the id", ExitCode.USAGE
-        )
-    return int(rows[0]["id"])
 
 
 @app.command(name="ls")
@@ -1009,6 +937,3 @@ def remove_key(key_id: int, as_json: bool) -> None:
         return emit({"id": key_id, "deleted": True})
     click.echo(f"Removed key {key_id}.")
     return None
-
-
-from . import jobs as _jobs  # noqa: E402, F401 (registers `platter jobs`; it imports this module)

@@ -24,7 +24,7 @@ from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
 from apps.nodes import NodeError, pki
 
-from . import clash, dataroot, host, segments, ssh
+from . import clash, dataroot, homes, host, segments, ssh
 from .daemons import local_node, start_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
@@ -224,7 +224,7 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
             undo.add(
                 f"remove {folder}", functools.partial(shutil.rmtree, folder, ignore_errors=True)
             )
-    clash.mark_home(spec)
+    homes.mark_home(spec)
     nodes = lab_nodes(spec)
     ensure_pki(spec, nodes)
     if host.ensure_bridge(spec.bridge):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from . import host
+from .homes import lab_of_link
 from .nodes import LabSpec, current
 
 FIRST_HOST_INDEX = 9  # .10: the low addresses stay free for a site's own gear
@@ -138,8 +139,6 @@ def route_owner(subnet: ipaddress.IPv4Network) -> str | None:
 def refuse_foreign_route(segment: Segment) -> None:
     """Another checkout's lab (or anything else) routing the subnet would lose its route to a
     silent `ip route replace`: say so instead, naming that lab when it is one."""
-    from .clash import lab_of_link  # the clash module reads segments too
-
     owner = route_owner(segment.subnet)
     if owner is None or owner == segment.shim:
         return

@@ -23,6 +23,9 @@ from apps.usage import growth
 from portal import streams
 
 from ..htmx import htmx_partial
+from .mine import my_clusters
+from .perimeter import sources_panel
+from .resize import notebook_form, resize_form
 
 S = Cluster.State
 # While a cluster is in one of these, its page polls for news.
@@ -36,14 +39,6 @@ FOLLOW_PAUSED = "Follow paused after 30 minutes: press Show to go on."
 # As the API's ExtendSerializer: finite, positive, at most a million hours.
 EXTENSION_HOURS = forms.FloatField(min_value=0.001, max_value=10**6)
 PAGE_SIZE = 25  # clusters per page of the list
-
-
-def my_clusters(request: HttpRequest) -> QuerySet[Cluster]:
-    """Only the user's own clusters: anyone else's answers 404, never 403. The access rule
-    (Cluster.objects.visible_to) narrowed to the owner: these pages are self-service, so staff
-    too see only their own here (everyone's through the API and the admin)."""
-    user = signed_in_user(request)
-    return Cluster.objects.visible_to(user).filter(owner=user).select_related("version__product")
 
 
 def _detail(request: HttpRequest, cluster_id: int) -> Cluster:
@@ -115,9 +110,6 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """The page; its poller's htmx requests (?state=&since=, what the page shows) get only
     what changed since (partials/cluster_live.html)."""
-    from .perimeter import sources_panel  # these use this module's my_clusters
-    from .resize import notebook_form, resize_form
-
     cluster = _detail(request, cluster_id)
     notebook = notebook_form(cluster)
     notebook_state = notebook["state"].state if notebook["state"] else ""

@@ -12,7 +12,7 @@ from apps.clusters import perimeter
 from apps.clusters.models import Cluster
 
 from ..htmx import htmx_partial
-from .clusters import my_clusters
+from .mine import my_clusters
 
 PARTIAL = "web/partials/cluster_sources.html"
 CLOSED = (Cluster.State.DESTROYING, Cluster.State.DESTROYED)  # set_allowed_sources refuses these

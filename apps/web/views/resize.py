@@ -16,7 +16,7 @@ from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
 from apps.clusters.quotas import QuotaExceeded
 from apps.usage import growth
 
-from .clusters import my_clusters
+from .mine import my_clusters
 
 WORKERS = forms.IntegerField(min_value=0, max_value=10_000)
 
