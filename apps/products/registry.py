@@ -11,6 +11,7 @@ from .cassandra import plugin as cassandra
 from .demo import plugin as demo
 from .ferretdb import plugin as ferretdb
 from .hadoop import plugin as hadoop
+from .kafka import plugin as kafka
 from .spark import plugin as spark
 
 GENERIC = generic.PLUGIN.name
@@ -24,6 +25,7 @@ PLUGINS: dict[str, ProductPlugin] = {
         spark.PLUGIN,
         cassandra.PLUGIN,
         ferretdb.PLUGIN,
+        kafka.PLUGIN,
     ]
 }
 

@@ -14,7 +14,7 @@ from apps.catalog.services import (
 from apps.catalog.templating import configure_plan, default_hostnames, instance_environment
 
 pytestmark = pytest.mark.django_db
-REAL_PRODUCTS = {"demo", "hadoop", "spark", "cassandra", "mongodb"}
+REAL_PRODUCTS = {"demo", "hadoop", "spark", "cassandra", "mongodb", "kafka"}
 
 
 def test_it_loads_the_catalog_with_the_real_products():
