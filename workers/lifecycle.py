@@ -30,18 +30,16 @@ from apps.clusters.services import finish_destroy
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Network, Node
 from apps.metrics.recorded import PLACEMENT_SECONDS
-from apps.nodes import NodeError, NodeMissing, helpers, parallel
-from apps.products import base as plugin_base
+from apps.nodes import NodeError, NodeMissing, parallel
 
-from . import perimeter
+from . import node_steps, perimeter
 
 log = logging.getLogger(__name__)
 S = Cluster.State
 WARNING = ClusterEvent.Level.WARNING
 
 
-# A step cannot finish; the message is the reason a user reads (the plugins catch it too).
-StepFailed = plugin_base.StepFailed
+StepFailed = node_steps.StepFailed  # a step cannot finish (the reason a user reads)
 
 
 class PlacementFailed(StepFailed):
@@ -102,7 +100,7 @@ def place(cluster: Cluster) -> None:
 
     A node normally has the cluster's network (segments stay on the nodes once made) and its
     image already, so the containers are created right away, as a plain `docker run` would;
-    a node whose create answers that either is missing gets them (_prepare_node) and the
+    a node whose create answers that either is missing gets them (node_steps.prepare_node) and the
     create is tried again. Only nodes with disks handed over from another cluster are
     prepared first: that data is wiped before any container of this cluster sees the disks."""
     specs = container_specs.plans_for(cluster)
@@ -110,12 +108,12 @@ def place(cluster: Cluster) -> None:
     guard(cluster.id)
     held = cluster.instances.filter(active=True).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
-    handed_over = _kept_by_others(cluster)
+    handed_over = node_steps.kept_by_others(cluster)
     # Read here: the node threads never touch the database.
     folder = container_specs.data_folder(cluster)
-    labels = wipe_labels(cluster.id)
+    labels = node_steps.wipe_labels(cluster.id)
     preparing = _Preparing(
-        lambda node: _prepare_node(
+        lambda node: node_steps.prepare_node(
             node,
             {s.image for s in specs if s.node.id == node.id},
             networks,
@@ -129,7 +127,7 @@ def place(cluster: Cluster) -> None:
         if isinstance(outcome, Exception):
             raise _placement_failure(node, outcome)
     if handed_over:
-        _forget_kept(handed_over)
+        node_steps.forget_kept(handed_over)
     results = parallel(preparing.run, specs)
     failure = None
     started = []
@@ -186,12 +184,6 @@ def guard(cluster_id: int) -> None:
         raise _placement_failure(node, error) from error
 
 
-def unguard(cluster_id: int, targets: list[Node]) -> None:
-    """The rules of nodes the cluster (or some of its instances) left: a node that does not
-    answer now gets them from the reconciler's next refresh."""
-    perimeter.apply(targets)
-
-
 def _record_started(cluster_id: int, started: list[tuple], done: str | None = None) -> None:
     """The container ids of the started instances ((spec, container id, seconds)) and an
     event for each, then `done` as the last one, in three statements whatever their number."""
@@ -228,68 +220,6 @@ def container_limits() -> str:
         )
         + f"; a crashed process is restarted up to {settings.CONTAINER_RESTARTS} times"
     )
-
-
-def _kept_by_others(cluster: Cluster) -> dict[int, list]:
-    """Per node, the disks this cluster now holds that still keep another cluster's data:
-    that data is wiped before the disks are handed over (a user whose data was kept chose a
-    destroy that keeps it, and gave the disks up when they were given to someone else)."""
-    mine = cluster.instances.filter(active=True)
-    disk_ids = DiskAllocation.objects.filter(instance__in=mine, active=True).values("disk_id")
-    stale = (
-        DiskAllocation.objects.filter(disk_id__in=disk_ids, active=False, handed_over=True)
-        .exclude(instance__cluster=cluster)
-        .select_related("disk")
-    )
-    per_node: dict[int, list] = {}
-    for allocation in stale:
-        per_node.setdefault(allocation.disk.node_id, []).append(allocation)
-    return per_node
-
-
-def _forget_kept(handed_over: dict[int, list]) -> None:
-    ids = [a.id for allocations in handed_over.values() for a in allocations]
-    DiskAllocation.objects.filter(id__in=ids).update(handed_over=False)
-
-
-def _prepare_node(
-    node: Node,
-    images: set[str],
-    networks: set[Network],
-    stale: list,
-    own_folder: str,
-    labels: dict[str, str],
-) -> None:
-    """The cluster's network (its segment) and its images exist on the node, and disks handed
-    over from another cluster hold no data but this cluster's own."""
-    client = nodes.client(node)
-    for network in networks:
-        client.ensure_network(
-            network.docker_name, network.subnet, network.gateway, network.parent_on(node)
-        )
-    for image in sorted(images):
-        client.ensure_image(image)
-    if stale:
-        site, keep = own_folder.split("/", 1)
-        disks = sorted({a.disk.mount_path for a in stale})
-        binds = [f"{path}/{site}:/wipe/{n}:rw" for n, path in enumerate(disks, start=1)]
-        # Every other cluster's folder goes; this cluster's own (a reuse) stays.
-        command = [
-            "sh",
-            "-c",
-            f'for d in /wipe/*/*; do [ "${{d##*/}}" = "{keep}" ] || rm -rf "$d"; done',
-        ]
-        code, output = client.run_helper(command, binds, ("DAC_OVERRIDE", "FOWNER"), labels=labels)
-        if code != 0:
-            raise NodeError(node.name, f"wiping handed-over disks failed: {output[-300:]}")
-
-
-def wipe_labels(cluster_id: int) -> dict[str, str]:
-    """A wipe helper's labels: it serves the operation holding the cluster's lock (the
-    reconciler leaves it alone until that operation ends, however long the wipe takes)."""
-    from .operations import LOCK_NAMESPACE  # operations imports this module
-
-    return helpers.serving("wipe", LOCK_NAMESPACE, cluster_id, cluster=cluster_id)
 
 
 def _placement_failure(node: Node | None, error: Exception) -> PlacementFailed:
@@ -339,7 +269,7 @@ def configure(cluster: Cluster) -> None:
     step. The runs of one step go in parallel."""
     for step in container_specs.configure_steps(cluster):
         started = time.monotonic()
-        results = parallel(lambda run, step=step: _exec(run, step.timeout), step.runs)
+        results = parallel(lambda run, step=step: node_steps.exec_run(run, step.timeout), step.runs)
         for (instance, _name, _argv), outcome in zip(step.runs, results, strict=True):
             if isinstance(outcome, TimeoutError):
                 raise StepFailed(
@@ -356,11 +286,6 @@ def configure(cluster: Cluster) -> None:
         record_event(
             cluster.id, f"{step.description} ({len(step.runs)} instances, {seconds:.1f} s)"
         )
-
-
-def _exec(run: tuple, timeout: int) -> tuple[int, str]:
-    instance, name, argv = run
-    return nodes.client(instance.node).exec(name, argv, timeout)
 
 
 def set_instances(cluster_id: int, state: str) -> None:
@@ -386,7 +311,7 @@ def stop(cluster_id: int) -> str:
     results = parallel(lambda target: nodes.client(target[0]).stop(target[1]), targets)
     for (_node, name), outcome in zip(targets, results, strict=True):
         if isinstance(outcome, Exception):
-            raise _named(outcome, f"could not stop {name}")
+            raise node_steps.named(outcome, f"could not stop {name}")
     set_instances(cluster_id, Instance.State.STOPPED)
     transition(cluster_id, S.STOPPING, S.STOPPED)
     return S.STOPPED
@@ -403,19 +328,11 @@ def start(cluster_id: int) -> str:
     results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
     for spec, outcome in zip(specs, results, strict=True):
         if isinstance(outcome, Exception):
-            raise _named(outcome, f"could not start {spec.hostname}")
+            raise node_steps.named(outcome, f"could not start {spec.hostname}")
         Instance.objects.filter(id=spec.instance_id).update(container_id=outcome[0])
     if transition(cluster_id, S.CONFIGURING, S.RUNNING, "started"):
         set_instances(cluster_id, Instance.State.RUNNING)
     return S.RUNNING
-
-
-def _named(error: Exception, what: str) -> Exception:
-    """The error with what was being done in front; node errors keep their type (a transient
-    one is retried by the runner)."""
-    if isinstance(error, NodeError):
-        return type(error)(error.node, f"{what}: {error.message}", error.transient)
-    return StepFailed(f"{what}: {error}")
 
 
 def destroy(cluster_id: int) -> str:
@@ -433,7 +350,7 @@ def destroy(cluster_id: int) -> str:
         wipe(cluster)
     left = perimeter_rules.nodes_of(cluster_id)
     finish_destroy(cluster_id, keep_data=not cluster.wipe_data)
-    unguard(cluster_id, left)
+    node_steps.unguard(left)
     return S.DESTROYED
 
 
@@ -453,7 +370,7 @@ def wipe(cluster: Cluster) -> None:
         disk = allocation.disk
         by_node.setdefault(disk.node_id, (disk.node, set()))[1].add(disk.mount_path)
     jobs = [(node, sorted(paths)) for node, paths in by_node.values()]
-    labels = wipe_labels(cluster.id)
+    labels = node_steps.wipe_labels(cluster.id)
 
     def wipe_node(job: tuple[Node, list[str]]) -> None:
         node, paths = job

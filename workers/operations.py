@@ -17,15 +17,14 @@ place that decides what a failure means:
 No task and no step handles failure on its own.
 """
 
-import contextlib
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -37,13 +36,13 @@ from apps.clusters.reservation import release
 from apps.clusters.transitions import record_event, transition
 from apps.nodes import NodeError
 from apps.tasks import bus
+from portal import locks
 
-from . import lifecycle, resize
+from . import lifecycle, node_steps, resize
 from .lifecycle import PlacementFailed
 
 log = logging.getLogger(__name__)
 S = Cluster.State
-LOCK_NAMESPACE = 7217  # first key of our advisory locks; the second is the cluster id
 
 
 @dataclass(frozen=True)
@@ -125,25 +124,11 @@ class Retry(Exception):
         self.error, self.countdown = error, countdown
 
 
-@contextlib.contextmanager
-def cluster_lock(cluster_id: int, wait: float = 0) -> Iterator[bool]:
+def cluster_lock(cluster_id: int, wait: float = 0) -> AbstractContextManager[bool]:
     """Hold the cluster's advisory lock (waiting up to `wait` seconds); yields whether it was
     obtained. It is tied to the worker's database session, so a killed worker never leaves it
     held."""
-    deadline = time.monotonic() + wait
-    with connection.cursor() as cursor:
-        while True:
-            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, cluster_id])
-            got = cursor.fetchone()[0]
-            if got or time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-    try:
-        yield got
-    finally:
-        if got:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, cluster_id])
+    return locks.advisory_lock(locks.CLUSTER, cluster_id, wait)
 
 
 def run(name: str, cluster_id: int, attempt: int = 0) -> str:
@@ -168,7 +153,7 @@ def _failed(operation: Operation, cluster_id: int, error: Exception, attempt: in
         raise Retry(error, countdown=operation.retry_seconds())
     if isinstance(error, PlacementFailed) and requeue(cluster_id, error):
         return S.QUEUED
-    if not isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError)):
+    if not isinstance(error, (NodeError, node_steps.StepFailed, TimeoutError)):
         log.error("cluster %s: %s failed", cluster_id, operation.name, exc_info=error)
     fail(cluster_id, operation.works_in, reason(operation, error))
     return Cluster.objects.get(id=cluster_id).state
@@ -178,7 +163,7 @@ def reason(operation: Operation, error: Exception) -> str:
     """What went wrong, in words a user understands."""
     if isinstance(error, PlacementFailed) and error.transient:
         return f"{error}; no other node could take the cluster. Try again later."
-    if isinstance(error, (NodeError, lifecycle.StepFailed, TimeoutError, UntrustedVersion)):
+    if isinstance(error, (NodeError, node_steps.StepFailed, TimeoutError, UntrustedVersion)):
         return str(error)
     # A bug: its exception is in the worker's log (_failed); users get words, not a class name.
     return (

@@ -43,7 +43,7 @@ from apps.nodes.specs import ContainerSpec
 from apps.products.base import Member, ProductPlugin, ResizeFailed
 from apps.products.registry import plugin_for
 
-from . import lifecycle, perimeter
+from . import node_steps, perimeter
 
 log = logging.getLogger(__name__)
 S = Cluster.State
@@ -141,7 +141,7 @@ def join_together(cluster: Cluster, ids: set[int]) -> None:
     except ResizeFailed:
         _remove(cluster, list(Instance.objects.filter(id__in=ids)), keep_data=False)
         raise
-    except (lifecycle.StepFailed, TimeoutError) as error:
+    except (node_steps.StepFailed, TimeoutError) as error:
         _remove(cluster, list(Instance.objects.filter(id__in=ids)), keep_data=False)
         raise ResizeFailed(f"the new instances did not join: {error}") from error
 
@@ -154,7 +154,7 @@ def _start(cluster: Cluster, ids: set[int]) -> None:
     results = parallel(lambda spec: nodes.client(spec.node).ensure_running(spec), specs)
     for spec, outcome in zip(specs, results, strict=True):
         if isinstance(outcome, Exception):
-            raise lifecycle._named(outcome, f"could not start {spec.hostname}")
+            raise node_steps.named(outcome, f"could not start {spec.hostname}")
         Instance.objects.filter(id=spec.instance_id).update(container_id=outcome[0])
         record_event(cluster.id, f"{spec.hostname} started on {spec.node.name}")
 
@@ -166,11 +166,11 @@ def _prepare(cluster: Cluster, specs: list[ContainerSpec]) -> None:
     held = cluster.instances.filter(id__in=ids).values("address__network_id")
     networks = set(Network.objects.filter(id__in=held))
     on_nodes = {s.node.id: s.node for s in specs}
-    labels = lifecycle.wipe_labels(cluster.id)
+    labels = node_steps.wipe_labels(cluster.id)
     folder = plans.data_folder(cluster)
-    handed_over = lifecycle._kept_by_others(cluster)
+    handed_over = node_steps.kept_by_others(cluster)
     prepared = parallel(
-        lambda node: lifecycle._prepare_node(
+        lambda node: node_steps.prepare_node(
             node,
             {s.image for s in specs if s.node.id == node.id},
             networks,
@@ -204,9 +204,9 @@ def _add_hosts(cluster: Cluster, ids: set[int]) -> None:
     )
     for instance, outcome in zip(older, results, strict=True):
         if isinstance(outcome, Exception):
-            raise lifecycle._named(outcome, f"could not update the hosts of {instance}")
+            raise node_steps.named(outcome, f"could not update the hosts of {instance}")
         if outcome[0] != 0:
-            raise lifecycle.StepFailed(f"updating the hosts of {instance}: {outcome[1][-200:]}")
+            raise node_steps.StepFailed(f"updating the hosts of {instance}: {outcome[1][-200:]}")
 
 
 def configure_again(cluster: Cluster) -> None:
@@ -219,14 +219,14 @@ def configure_again(cluster: Cluster) -> None:
             (instance, name, ["env", *_template_env(environment[instance.id]), *argv])
             for instance, name, argv in step.runs
         ]
-        results = parallel(lambda run, step=step: lifecycle._exec(run, step.timeout), runs)
+        results = parallel(lambda run, step=step: node_steps.exec_run(run, step.timeout), runs)
         for (instance, _name, _argv), outcome in zip(runs, results, strict=True):
             if isinstance(outcome, Exception):
-                raise lifecycle.StepFailed(f"{step.description}: {instance}: {outcome}")
+                raise node_steps.StepFailed(f"{step.description}: {instance}: {outcome}")
             code, output = outcome
             if code != 0:
                 tail = redact(output, secrets).strip()[-400:]
-                raise lifecycle.StepFailed(
+                raise node_steps.StepFailed(
                     f"{step.description}: {instance} exited with {code}: {tail}"
                 )
         record_event(cluster.id, step.description)
@@ -268,10 +268,10 @@ def _remove(cluster: Cluster, instances: list[Instance], keep_data: bool) -> Non
     )
     for instance, outcome in zip(placed, results, strict=True):
         if isinstance(outcome, Exception):
-            raise lifecycle._named(outcome, f"could not remove {instance}")
+            raise node_steps.named(outcome, f"could not remove {instance}")
     left = perimeter_rules.nodes_of(cluster.id)
     release_instances(cluster.id, [i.id for i in instances], keep_data)
-    lifecycle.unguard(cluster.id, left)
+    node_steps.unguard(left)
 
 
 def release_instances(cluster_id: int, ids: list[int], keep_data: bool) -> int:
@@ -420,7 +420,7 @@ def _stop_leaving(cluster: Cluster, leaving: list[Instance]) -> None:
     )
     for instance, outcome in zip(leaving, results, strict=True):
         if isinstance(outcome, Exception):
-            raise lifecycle._named(outcome, f"could not stop {instance}")
+            raise node_steps.named(outcome, f"could not stop {instance}")
 
 
 def _empty_disks(cluster: Cluster, instance: Instance) -> None:
@@ -434,7 +434,7 @@ def _empty_disks(cluster: Cluster, instance: Instance) -> None:
         ["sh", "-c", 'rm -rf /wipe/*/"$1"', "wipe", name],  # the folder as an argument
         binds,
         ("DAC_OVERRIDE", "FOWNER"),
-        labels=lifecycle.wipe_labels(cluster.id),
+        labels=node_steps.wipe_labels(cluster.id),
     )
     if code != 0:
         raise ResizeFailed(f"could not empty the disks of {instance.hostname}: {output[-200:]}")

@@ -4,11 +4,7 @@ clusters (the image's platter-ssh-keys), so a key added or removed applies at on
 Clusters that are not running get the keys when their containers are made or replaced (the
 keys are in the container's environment, apps.clusters.access.ssh_environment)."""
 
-import contextlib
 import logging
-from collections.abc import Iterator
-
-from django.db import connection
 
 from apps import nodes
 from apps.accounts import ssh_sync
@@ -16,6 +12,7 @@ from apps.accounts.ssh import authorized_keys
 from apps.clusters import access, container_specs
 from apps.clusters.models import Cluster
 from apps.nodes import NodeError
+from portal import locks
 
 log = logging.getLogger(__name__)
 KEYS_COMMAND = "/opt/platter/bin/platter-ssh-keys"
@@ -25,7 +22,6 @@ EXEC_SECONDS = 30
 # A change that commits while an exec writes the keys is written again at once (the run that
 # change queued would write it too, a little later).
 MAX_ROUNDS = 5
-USER_LOCK = 7219  # first key of the per-user sync lock (7217: clusters, 7218: benchmarks)
 RUNNING_RETRY_SECONDS = 5  # a run queued while another of the user runs waits this long
 
 
@@ -33,26 +29,11 @@ def sync(user_id: int) -> dict[str, list[int]] | None:
     """One coalesced run (apps.accounts.ssh_sync): push_keys under the user's lock, or None
     when another run of this user holds it (the task tries again shortly; changes meanwhile
     join this pending run)."""
-    with _user_lock(user_id) as got:
+    with locks.advisory_lock(locks.SSH_KEYS, user_id) as got:
         if not got:
             return None
         ssh_sync.starting(user_id)  # from here on, a change queues one more run
         return push_keys(user_id)
-
-
-@contextlib.contextmanager
-def _user_lock(user_id: int) -> Iterator[bool]:
-    """The user's sync lock, tied to the worker's database session (a killed worker never
-    leaves it held); yields whether it was obtained."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [USER_LOCK, user_id])
-        got = bool(cursor.fetchone()[0])
-    try:
-        yield got
-    finally:
-        if got:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [USER_LOCK, user_id])
 
 
 def push_keys(user_id: int) -> dict[str, list[int]]:

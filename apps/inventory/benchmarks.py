@@ -14,16 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection
 
 from apps import nodes
 from apps.inventory import services
 from apps.inventory.models import Disk, Node
 from apps.nodes import NodeError, helpers
 from apps.nodes.specs import throttle_options
+from portal import locks
 
 log = logging.getLogger(__name__)
-BENCH_LOCK = 7218  # first key of the per-node benchmark lock (7217: clusters)
 
 MIB = 1024 * 1024
 # (job name, Disk field, fio options); jobs run one after the other (stonewall). Reads get
@@ -147,7 +146,7 @@ def bench_disk(disk: Disk) -> dict[str, float]:
             entrypoint=["fio"],
             host_options=throttle_options([disk]),
             # bench_node holds the node's benchmark lock while this runs (minutes).
-            labels=helpers.serving("bench", BENCH_LOCK, node.id, disk=disk.id),
+            labels=helpers.serving("bench", locks.BENCHMARK, node.id, disk=disk.id),
         )
         if code != 0 and engine != "psync" and f"engine {engine} not loadable" in output:
             log.warning("node %s: fio has no %s; using psync", node.name, engine)
@@ -196,18 +195,13 @@ def _benchmarking(node: Node) -> Iterator[None]:
     """One benchmark per node at a time (an advisory lock on the node, tied to the database
     session, so a killed worker never leaves it held). Under it, a disk still marked
     benchmarking was left so by a worker that died mid-run: it goes back to the pool."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [BENCH_LOCK, node.id])
-        if not cursor.fetchone()[0]:
+    with locks.advisory_lock(locks.BENCHMARK, node.id) as got:
+        if not got:
             raise NodeError(node.name, "another disk benchmark runs on this node")
-    try:
         Disk.objects.filter(node=node, state=Disk.State.BENCHMARKING).update(
             state=Disk.State.AVAILABLE
         )
         yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [BENCH_LOCK, node.id])
 
 
 def _record(node, disk, results, set_kind, report, say) -> None:

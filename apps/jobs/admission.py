@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from apps.tasks import bus
+from portal import locks
 
 from .models import ENDED, Job, JobFile
 
 log = logging.getLogger(__name__)
 J = Job.State
 RUN = "platter.run_job"
-LOCK = (7220, 0)  # advisory lock keys (7217 clusters, 7218 benchmarks, 7219 ssh key syncs)
 # Holds a slot: running, or admitted and waiting for its worker to start it.
 HOLDS_SLOT = Q(state=J.RUNNING) | Q(state=J.QUEUED, admitted__isnull=False)
 
@@ -44,8 +44,7 @@ def admit() -> list[int]:
     to the jobs queue once the transaction commits (inside one, the lock is held to its end:
     a submit admits its own job before it commits)."""
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", LOCK)
+        locks.transaction_lock(locks.JOB_ADMISSION, 0)
         return _admit_locked(timezone.now())
 
 

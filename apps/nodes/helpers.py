@@ -9,17 +9,11 @@ a leftover only once older than the longest run_helper waits for one.
 """
 
 from django.conf import settings
-from django.db import connection
+
+from portal import locks
 
 HELPER = "platter.helper"  # what the helper does: wipe, bench, probe
 LOCK = "platter.lock"  # "namespace:key" of the advisory lock its operation holds
-
-# Advisory lock keys of a given database only: several portals may share a PostgreSQL server.
-HELD_SQL = """SELECT EXISTS (
-    SELECT 1 FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = %s AND objid = %s
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-)"""
 
 
 def serving(purpose: str, namespace: int, key: int, **about: object) -> dict[str, str]:
@@ -30,19 +24,11 @@ def serving(purpose: str, namespace: int, key: int, **about: object) -> dict[str
     return labels
 
 
-def lock_held(namespace: int, key: int) -> bool:
-    """Whether some session holds the advisory lock (namespace, key), without taking it (a
-    try-lock here could make a launch that does not wait think its cluster is busy)."""
-    with connection.cursor() as cursor:
-        cursor.execute(HELD_SQL, [namespace, key])
-        return bool(cursor.fetchone()[0])
-
-
 def in_use(labels: dict[str, str], age: float) -> bool:
     """Whether the operation that started this helper may still be running."""
     lock = labels.get(LOCK, "")
     namespace, _, key = lock.partition(":")
     if namespace.isdigit() and key.isdigit():
-        return lock_held(int(namespace), int(key))
+        return locks.held(int(namespace), int(key))
     # No operation named: run_helper waits this long for it, then removes it itself.
     return age < settings.NODE_HELPER_TIMEOUT

@@ -33,7 +33,7 @@ AUDITED_SCRIPTS = {
     # The folder name is cluster-<database id>.
     ("workers/lifecycle.py", "wipe_node"): "cluster id from the database",
     # The folder kept is the cluster's own, cluster-<database id>.
-    ("workers/lifecycle.py", "_prepare_node"): "cluster id from the database",
+    ("workers/node_steps.py", "prepare_node"): "cluster id from the database",
     # A file of the job's own folder (named by the job's id), quoted; offset and limit are ints.
     ("apps/nodes/client.py", "read_file"): "our own path, shlex-quoted; numbers",
     # Jobs: the user's program and its arguments go after the script as "$@" (never parsed by

@@ -7,7 +7,7 @@ from apps.catalog.services import load_catalog
 from apps.clusters import container_specs, credentials
 from apps.clusters.tests.test_connection import launched
 from apps.nodes import NodeClient
-from workers import lifecycle, reconciler
+from workers import lifecycle, node_steps, reconciler
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ def test_a_failed_step_masks_the_password_and_the_secret(monkeypatch, alice):
     step = container_specs.ConfigureStep("Workers registered", 5, [(master, "c", ["true"])])
     monkeypatch.setattr(container_specs, "configure_steps", lambda _cluster: [step])
     said = f"login {made.username}/{made.password} refused; secret {made.secret}"
-    monkeypatch.setattr(lifecycle, "_exec", lambda _run, _timeout: (1, said))
+    monkeypatch.setattr(node_steps, "exec_run", lambda _run, _timeout: (1, said))
 
     with pytest.raises(lifecycle.StepFailed) as failed:
         lifecycle.configure(cluster)

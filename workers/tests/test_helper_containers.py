@@ -11,9 +11,10 @@ from django.conf import settings
 
 from apps.clusters import services
 from apps.clusters.models import Cluster, DiskAllocation
-from apps.inventory.benchmarks import BENCH_LOCK, _benchmarking
+from apps.inventory.benchmarks import _benchmarking
 from apps.nodes import helpers
 from apps.nodes.fake import FakeContainer
+from portal import locks
 from workers import operations, reconciler
 
 from .test_operations import demo, fake_nodes, placed, pool  # noqa: F401 (fixtures)
@@ -75,9 +76,7 @@ def test_a_wipe_of_handed_over_disks_survives_a_reconcile_pass_during_the_launch
 def test_a_helper_whose_operation_ended_is_removed(fake_nodes, pool, alice, demo):  # noqa: F811
     cluster = placed(alice, demo)
     node = pool[0].name
-    left = helper_on(
-        fake_nodes, node, helpers.serving("wipe", operations.LOCK_NAMESPACE, cluster.id), age=1
-    )
+    left = helper_on(fake_nodes, node, helpers.serving("wipe", locks.CLUSTER, cluster.id), age=1)
     report = reconciler.reconcile(grace_seconds=0)
     assert report["orphans_removed"] == [f"{node}/{left}"]
     assert left not in fake_nodes.names(node)
@@ -85,7 +84,7 @@ def test_a_helper_whose_operation_ended_is_removed(fake_nodes, pool, alice, demo
 
 def test_a_benchmark_helper_stays_while_its_node_benchmark_runs(fake_nodes, pool):  # noqa: F811
     node = pool[0]
-    labels = helpers.serving("bench", BENCH_LOCK, node.id, disk=1)
+    labels = helpers.serving("bench", locks.BENCHMARK, node.id, disk=1)
     name = helper_on(fake_nodes, node.name, labels, age=4 * 3600)
     with _benchmarking(node):  # the lock bench_node holds while fio runs
         assert reconciler.reconcile(grace_seconds=0)["orphans_removed"] == []
@@ -113,7 +112,7 @@ def test_on_the_lab_a_helper_outlives_a_reconcile_pass_while_its_operation_runs(
     node = lab_inventory[0]
     client = nodes.client(node)
     key = 2**31 - 3  # a cluster id nobody has: the lock is this test's own
-    labels = helpers.serving("wipe", operations.LOCK_NAMESPACE, key, cluster=key)
+    labels = helpers.serving("wipe", locks.CLUSTER, key, cluster=key)
     outcome: list = []
     with operations.cluster_lock(key) as got:
         assert got

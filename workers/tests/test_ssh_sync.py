@@ -13,7 +13,7 @@ from django.core.cache import cache
 
 from apps.accounts import ssh, ssh_sync
 from apps.accounts.tests.keys import ed25519_public
-from portal import queues
+from portal import locks, queues
 from portal.celery import app
 from workers import ssh_keys, tasks
 
@@ -78,7 +78,7 @@ def test_a_run_queued_while_another_runs_waits_for_it_and_keeps_collecting_chang
     holding, done = threading.Event(), threading.Event()
 
     def running_elsewhere() -> None:  # another worker's run of alice's sync
-        with ssh_keys._user_lock(alice.id) as got:
+        with locks.advisory_lock(locks.SSH_KEYS, alice.id) as got:
             assert got
             holding.set()
             done.wait(30)
