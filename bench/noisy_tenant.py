@@ -10,7 +10,7 @@ Needs no lab. It brings up a stack of its own and takes it down again: a databas
 (platter_noisy_tenant, bench/bench_db.py), Redis database 13 (PLATTER_BENCH_REDIS_DB), site
 label `bench-noisy`, a Spark version as a row, and the web server as `./platter run` starts
 it (gunicorn with uvicorn workers, deploy/gunicorn.conf.py, development settings, DEBUG off) serving
-`noisy_tenant:served()`: the portal with the node boundary replaced by SlowNode (below), so a
+`bench.noisy_tenant:served()`: the portal with the node boundary replaced by SlowNode (below), so a
 node is as slow as a busy one without a container. No Celery worker: a job admitted stays
 admitted (bob's are ended by the bench after each submit, so each finds a free slot).
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT)]  # gunicorn imports bench.noisy_tenant from the checkout
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.dev")
 
 import django  # noqa: E402
@@ -105,7 +105,7 @@ async def _ticks(seconds: float) -> AsyncIterator[str]:
 
 
 def served():
-    """The ASGI application the bench's gunicorn serves (`noisy_tenant:served()`)."""
+    """The ASGI application the bench's gunicorn serves (`bench.noisy_tenant:served()`)."""
     from apps.lab.devservers import web_application
     from apps.nodes.client import installed
 
@@ -130,8 +130,9 @@ def isolate() -> str:
         PLATTER_API_RATE_USER="60000/min",
         PLATTER_API_RATE_TOKEN="60000/min",  # noqa: S106 (a rate, not a secret)
     )
-    from bench_db import database_url
     from django.conf import settings
+
+    from bench.bench_db import database_url
 
     admin_db = settings.DATABASES["default"]["NAME"]
     redis = settings.REDIS_URL.rsplit("/", 1)[0] + "/" + REDIS_DB
@@ -217,16 +218,15 @@ def session_for(user) -> str:
 
 
 def start_server(port: int, node_seconds: float, out: Path):
-    from load import start
-
     from apps.lab.devservers import web_command
+    from bench.load import start
 
     os.environ.update(
         NOISY_NODE_SECONDS=str(node_seconds),
         PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "bench")]),
     )
     command = web_command(f"127.0.0.1:{port}")
-    command[-1] = "noisy_tenant:served()"
+    command[-1] = "bench.noisy_tenant:served()"
     server = start(command, out / "noisy-tenant-web.log")
     deadline = time.monotonic() + 90
     while True:
@@ -451,7 +451,7 @@ def noise_table(noise: Noise) -> str:
 
 
 def plot(results: dict, path: Path) -> None:
-    import plotting
+    from bench import plotting
 
     plt = plotting.pyplot()
     figure, axes = plt.subplots(1, len(KINDS), figsize=(3 * len(KINDS), 4))
@@ -469,8 +469,8 @@ def plot(results: dict, path: Path) -> None:
 
 def run(args: argparse.Namespace) -> bool:
     """The whole bench; True when the aim is met."""
-    from bench_db import recreate_database
-    from load import free_port, stop
+    from bench.bench_db import recreate_database
+    from bench.load import free_port, stop
 
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
@@ -525,7 +525,7 @@ def main() -> None:
     parser.add_argument("--no-plot", dest="plot", action="store_false")
     args = parser.parse_args()
     if args.plot:
-        import plotting
+        from bench import plotting
 
         plotting.require()
     raise SystemExit(0 if run(args) else 1)

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 # Django's mark of a password that no password matches (django.contrib.auth.hashers).
-UNUSABLE_PASSWORD_PREFIX = "!"
+UNUSABLE_PASSWORD_PREFIX = "!"  # noqa: S105 (a marker, not a password)
 
 
 def record_ldap_accounts(apps, schema_editor):
