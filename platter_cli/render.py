@@ -89,7 +89,29 @@ def version(body: dict) -> Group:
             field.get("description", ""),
         )
     return Group(
-        head, Text(body.get("description", ""), style="dim"), Text(""), roles, Text(""), options
+        head,
+        Text(body.get("description", ""), style="dim"),
+        Text(""),
+        roles,
+        Text(""),
+        options,
+        Text(""),
+        capabilities(body),
+    )
+
+
+def capabilities(body: dict) -> Text:
+    """What its clusters do besides run: resize (which roles), jobs (which kinds), notebook."""
+    resizes = ", ".join(body.get("resizable_roles") or []) or "no role"
+    jobs = ", ".join(body.get("job_kinds") or []) or "none"
+    notebook = "yes (`platter notebook add`)" if body.get("notebook") else "no"
+    return Text.assemble(
+        ("Resizes: ", "bold"),
+        f"{resizes}\n",
+        ("Jobs: ", "bold"),
+        f"{jobs}\n",
+        ("Notebook: ", "bold"),
+        notebook,
     )
 
 

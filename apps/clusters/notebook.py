@@ -27,7 +27,13 @@ class NotebookRefused(TransitionError):
 
 def offers_notebook(cluster: Cluster) -> bool:
     """The cluster's version has the notebook option (Spark's)."""
-    option = definition_of(cluster.definition).options.get(OPTION)
+    return has_notebook_option(cluster.definition)
+
+
+def has_notebook_option(version: object) -> bool:
+    """A version (a ProductVersion, or a cluster's frozen definition) has the notebook option:
+    a bool launch option that sets the notebook role's count."""
+    option = definition_of(version).options.get(OPTION)
     return option is not None and option.sets == "count"
 
 

@@ -83,6 +83,45 @@ def stateful_roles(definition: ProductDefinition) -> dict[str, bool]:
     return {r.name: r.bounds("disks").max > 0 for r in definition.roles}
 
 
+def resizable_roles(version: object) -> list[str]:
+    """The roles of a version (a ProductVersion, or a cluster's frozen definition) that its
+    plugin resizes: of the generic plugin, only roles that keep no state."""
+    return plugin_for(version).resizable_roles(stateful_roles(definition_of(version)))
+
+
+@dataclass(frozen=True)
+class Draining:
+    """A shrink under way: `role` from `current` members to `target`."""
+
+    role: str
+    current: int
+    target: int
+    words: str  # what happens to the leaving members meanwhile, in the plugin's words
+
+
+def drain_words(cluster: Cluster, role: str) -> str:
+    """What a user reads about the members a shrink removes: the version's plugin's words
+    (HDFS decommission, executors ending, nodetool decommission), or, for a plugin without a
+    drain, that they are stopped and removed."""
+    words = plugin_for(cluster.definition).drain_words
+    return words or f"the leaving {role}s are stopped and removed"
+
+
+def draining(cluster: Cluster) -> Draining | None:
+    """The shrink the cluster is going through, None for anything else (a grow, a notebook
+    being added, a cluster not resizing)."""
+    if cluster.state != S.RESIZING or cluster.resize_to is None:
+        return None
+    try:
+        role = scaling_of(cluster).role
+    except ResizeRefused:
+        return None
+    current = Instance.objects.filter(cluster=cluster, role=role, active=True).count()
+    if cluster.resize_to >= current:
+        return None
+    return Draining(role, current, cluster.resize_to, drain_words(cluster, role))
+
+
 def refusal(cluster: Cluster, role: str, current: int, target: int) -> str | None:
     """The version's plugin's words against resizing `role` from `current` to `target`."""
     definition = definition_of(cluster.definition)

@@ -51,6 +51,14 @@ class SubmitForm(forms.Form):
     )
     output = forms.CharField(required=False, max_length=200, label="Output folder")
 
+    def __init__(self, *args, kinds: tuple[str, ...] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # The list offers only the kinds the cluster's plugin runs (a Hadoop cluster offers no
+        # PySpark); any other kind still reaches services.submit, whose refusal says why.
+        widget = self.fields["kind"].widget
+        assert isinstance(widget, forms.Select)
+        widget.choices = [(value, label) for value, label in Job.Kind.choices if value in kinds]
+
 
 def _owned(request: HttpRequest) -> QuerySet[Cluster]:
     """As the web's cluster pages (apps/web/views/clusters.py my_clusters): the access rule
@@ -96,7 +104,8 @@ def _request(form: SubmitForm, request: HttpRequest) -> JobRequest:
 def cluster_jobs(request: HttpRequest, cluster_id: int) -> HttpResponse:
     """GET: the section (table and form); POST: submit, then the job's page."""
     cluster = _cluster(request, cluster_id)
-    form = SubmitForm(request.POST or None, request.FILES or None)
+    kinds = services.job_kinds(cluster)
+    form = SubmitForm(request.POST or None, request.FILES or None, kinds=kinds)
     if request.method == "POST":
         if not form.is_valid():
             wrong = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
@@ -109,7 +118,7 @@ def cluster_jobs(request: HttpRequest, cluster_id: int) -> HttpResponse:
             return redirect("web:cluster", cluster_id=cluster.id)
         return redirect("jobs:job", job_id=job.id)
     jobs = cluster.jobs.all()[:50]
-    context = {"cluster": cluster, "jobs": jobs, "form": form}
+    context = {"cluster": cluster, "jobs": jobs, "form": form, "kinds": kinds}
     return render(request, "jobs/cluster_jobs.html", context)
 
 

@@ -117,6 +117,9 @@ def test_products_lists_the_catalog_and_a_version_its_options(logged_in):
     assert version["options"]["fields"]["cpu"]["sets"] == "cores"
     human = logged_in("products", "demo", "1.0").stdout
     assert "Number of workers" in human and "message" in human
+    # What the version's plugin does, as the API lists it (demo's: workers resize, no jobs).
+    assert version["resizable_roles"] == ["worker"] and version["job_kinds"] == []
+    assert "Resizes: worker" in human and "Jobs: none" in human and "Notebook: no" in human
 
 
 def test_an_unknown_product_is_exit_4_with_what_to_do(logged_in):

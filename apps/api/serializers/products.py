@@ -4,6 +4,9 @@ from rest_framework import serializers
 
 from apps.catalog.models import Product, ProductVersion
 from apps.catalog.options import describe
+from apps.clusters.notebook import has_notebook_option
+from apps.clusters.resize import resizable_roles
+from apps.products.registry import plugin_for
 
 
 class ProductSerializer(serializers.ModelSerializer):
@@ -42,6 +45,15 @@ class VersionSerializer(serializers.ModelSerializer):
     title = serializers.CharField(source="product.title")
     roles = serializers.SerializerMethodField()
     options = serializers.SerializerMethodField()
+    job_kinds = serializers.SerializerMethodField(
+        help_text="The kinds of job its clusters run (POST /api/v1/clusters/<id>/jobs); empty: none"
+    )
+    resizable_roles = serializers.SerializerMethodField(
+        help_text="The roles whose instance count a resize may change"
+    )
+    notebook = serializers.SerializerMethodField(
+        help_text="Whether it has the notebook option (a notebook instance at launch or later)"
+    )
     launch_url = serializers.SerializerMethodField()
 
     class Meta:
@@ -56,6 +68,9 @@ class VersionSerializer(serializers.ModelSerializer):
             "roles",
             "ports",
             "options",
+            "job_kinds",
+            "resizable_roles",
+            "notebook",
             "launch_url",
         ]
 
@@ -66,6 +81,16 @@ class VersionSerializer(serializers.ModelSerializer):
     @extend_schema_field(OptionsSchemaSerializer)
     def get_options(self, version: ProductVersion) -> dict:
         return describe(version)
+
+    # What the version's plugin (apps/products) does with it, as the pages read it too.
+    def get_job_kinds(self, version: ProductVersion) -> list[str]:
+        return list(plugin_for(version).job_kinds)
+
+    def get_resizable_roles(self, version: ProductVersion) -> list[str]:
+        return resizable_roles(version)
+
+    def get_notebook(self, version: ProductVersion) -> bool:
+        return has_notebook_option(version)
 
     def get_launch_url(self, version: ProductVersion) -> str:
         return self.context["request"].build_absolute_uri(

@@ -50,3 +50,31 @@ def test_it_shows_a_versions_options_schema(api, catalog):
     assert "message" in options["advanced"]
     assert [r["name"] for r in body["roles"]] == ["master", "worker"]
     assert body["launch_url"].endswith("/api/v1/products/demo/1.0")
+
+
+@pytest.mark.parametrize(
+    ("product", "kinds", "resizable", "notebook"),
+    [
+        ("spark", ["pyspark", "spark-jar"], ["worker", "notebook"], True),
+        ("hadoop", ["mapreduce"], ["worker"], False),
+        ("cassandra", [], ["node"], False),
+    ],
+)
+def test_a_version_lists_what_its_plugin_does(api, catalog, product, kinds, resizable, notebook):
+    found = ProductVersion.objects.filter(product__name=product).first()
+    assert found is not None
+    body = api("owner").get(f"/api/v1/products/{product}/{found.version}").json()
+    assert body["job_kinds"] == kinds
+    assert body["resizable_roles"] == resizable
+    assert body["notebook"] is notebook
+
+
+def test_a_version_naming_no_plugin_resizes_no_role_with_disks_and_runs_no_jobs(api, catalog):
+    """The generic plugin fails closed: demo's workers keep disks, so once its version names
+    no plugin they are no longer resizable (the demo plugin resizes them)."""
+    assert api("owner").get("/api/v1/products/demo/1.0").json()["resizable_roles"] == ["worker"]
+    ProductVersion.objects.filter(product__name="demo").update(plugin="")
+    body = api("owner").get("/api/v1/products/demo/1.0").json()
+    assert all(role["disks"]["min"] > 0 for role in body["roles"])
+    assert body["resizable_roles"] == []
+    assert body["job_kinds"] == [] and body["notebook"] is False

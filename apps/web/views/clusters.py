@@ -18,6 +18,7 @@ from apps.clusters.connection import connection_details
 from apps.clusters.data_path import data_path, label_destinations
 from apps.clusters.models import LIVE_STATES, Cluster, DiskAllocation, Instance
 from apps.clusters.provisioning import launch_provisioning
+from apps.jobs.services import job_kinds
 from apps.nodes import NodeError
 from apps.usage import growth
 from portal import streams
@@ -127,6 +128,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
         "notebook": notebook,
+        "job_kinds": job_kinds(cluster),  # none: no Jobs section (the plugin runs no jobs)
         **sources_panel(cluster),
     }
     if not htmx_partial(request) or request.GET.get("state", "") != cluster.state:

@@ -23,7 +23,10 @@ WORKERS = forms.IntegerField(min_value=0, max_value=10_000)
 
 def resize_form(cluster: Cluster) -> dict:
     """What the page's form needs: the role, its bounds and size now, or why it cannot be
-    resized (empty for a cluster that is not running)."""
+    resized; while a shrink runs, what happens to the leaving members (the plugin's words);
+    empty for a cluster in any other state."""
+    if cluster.state == Cluster.State.RESIZING:
+        return {"draining": resize.draining(cluster)}
     if cluster.state != Cluster.State.RUNNING:
         return {}
     try:
@@ -82,6 +85,7 @@ def cluster_resize_preview(request: HttpRequest, cluster_id: int) -> HttpRespons
         context["problem"] = str(refused)
     else:
         context["plan"] = plan
+        context["drain_words"] = resize.drain_words(cluster, plan.role)
         if plan.grows:
             user = signed_in_user(request)
             context["preview"] = LaunchPreview(
