@@ -27,7 +27,8 @@ def name_plugins(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("catalog", "0002_productrevision")]
+    # After the clusters' first revisions exist (clusters 0008), so they get their plugin too.
+    dependencies = [("catalog", "0002_productrevision"), ("clusters", "0008_cluster_revision")]
 
     operations = [
         migrations.AddField(
