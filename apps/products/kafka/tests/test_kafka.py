@@ -5,8 +5,6 @@ its plan is tested here from the script. The product joining and leaving for rea
 test_kafka_lab.py."""
 
 import json
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
 from pathlib import Path
 from types import ModuleType
 
@@ -16,6 +14,7 @@ from django.core.management import call_command
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import resolve
 from apps.clusters import services
+from apps.clusters.container_specs import container_name
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_network, make_node
@@ -126,11 +125,9 @@ def test_kafka_admins_answer_is_found_after_jvm_warnings():
 
 
 def kafka_admin() -> ModuleType:
-    loader = SourceFileLoader("kafka_admin", str(ADMIN_SCRIPT))
-    spec = spec_from_loader("kafka_admin", loader)
-    assert spec is not None
-    module = module_from_spec(spec)
-    loader.exec_module(module)
+    """The image's script as a module (compiled here: no bytecode left beside it)."""
+    module = ModuleType("kafka_admin")
+    exec(compile(ADMIN_SCRIPT.read_text(), str(ADMIN_SCRIPT), "exec"), module.__dict__)  # noqa: S102
     return module
 
 
@@ -194,6 +191,7 @@ class FakeKafka:
     def __init__(self, topics: dict[str, int]) -> None:
         self.topics = topics  # name -> replication factor
         self.moved: list[list[str]] = []
+        self.unregistered: list[list[str]] = []
 
     def __call__(self, argv: list[str]) -> tuple[int, str]:
         command = argv[1]
@@ -215,6 +213,9 @@ class FakeKafka:
             self.moved.append(brokers)
             answer = {"brokers": brokers, "moved": 4, "topics": ["keep"], "seconds": 1.5}
             return 0, json.dumps({**answer, "done": True})
+        if command == "unregister":
+            self.unregistered.append(brokers)
+            return 0, json.dumps({"unregistered": brokers, "brokers": []})
         if command == "drain-status":
             left = {b: 0 if brokers in self.moved else 2 for b in brokers}
             return 0, json.dumps({"replicas_left": left, "done": brokers in self.moved})
@@ -251,17 +252,24 @@ def test_a_shrink_moves_the_leaving_brokers_replicas_before_it_stops(
     assert operations.run("resize", cluster.id) == S.RUNNING
 
     # Asked of the controller, in this order: the topics, the move off broker 101 (the newest
-    # broker-only node), then that none is left on it.
+    # broker-only node), that none is left on it, and once it stopped, to forget it.
     assert admin_calls(fake_nodes) == [
         ["topics"],
         ["reassign-off", "101", "--timeout", "300"],
         ["drain-status", "101"],
+        ["unregister", "101"],
     ]
+    # Stopped before it is forgotten (a running broker registers again): the unregister is
+    # the last exec, after broker-1's stop.
+    calls = [(method, target) for _, method, target in fake_nodes.calls]
+    stopped = calls.index(("stop", container_name(cluster.id, "broker", 1)))
+    assert stopped < max(i for i, (method, _) in enumerate(calls) if method == "exec")
     assert brokers_of(cluster) == ["broker-0"]
     assert not cluster.instances.filter(hostname="broker-1", active=True).exists()
     messages = list(cluster.events.values_list("message", flat=True))
     assert any("moving 2 partition replicas off broker-1 (broker 101)" in m for m in messages)
     assert any(m.startswith("4 partitions moved off broker-1 (broker 101)") for m in messages)
+    assert "broker-1 (broker 101) stopped and unregistered from the cluster" in messages
 
 
 @pytest.mark.django_db(transaction=True)
