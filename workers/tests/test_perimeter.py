@@ -2,7 +2,7 @@
 a cluster's ports answer its members, the portal, the site's ranges and its owner's sources,
 SSH everyone; the rules are on a node before any container of the cluster starts there, leave
 with the cluster, follow an owner's change and come back to a node that lost them. The same on
-the real lab, with real connections: apps/proxy/tests/test_perimeter_lab.py."""
+the real lab, with real connections: workers/tests/test_isolation.py."""
 
 import pytest
 from django.core.cache import cache
