@@ -14,6 +14,7 @@ from django.core.management import call_command
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import resolve
 from apps.clusters import services
+from apps.clusters.connection import connection_details
 from apps.clusters.container_specs import container_name
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.reservation import reserve
@@ -308,3 +309,21 @@ def test_a_grow_starts_a_broker_and_waits_until_every_broker_is_registered(
     health = [" ".join(argv) for argv in fake_nodes.execs if "kafka-health" in " ".join(argv)]
     assert health[-1].endswith("kafka-health --timeout 240 --expect $(( 1 + 2 ))")
     assert admin_calls(fake_nodes) == []  # nothing drains on a grow
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owner_gets_every_brokers_address_and_the_clusters_sasl_login(
+    fake_nodes, pool, alice, catalog
+):
+    fake_nodes.exec_results["kafka-admin"] = FakeKafka({})
+    cluster = running_kafka(alice, 1)
+    details = connection_details(cluster, alice)
+    assert details.credentials is not None
+    user, password = details.credentials["username"], details.credentials["password"]
+    values = [s.value for s in details.strings]
+    addresses = sorted(i.address.ip for i in cluster.instances.select_related("address"))
+    servers = values[0].removeprefix("bootstrap.servers=").split(",")
+    assert sorted(s.removesuffix(":9092") for s in servers) == addresses  # controller and broker
+    assert f'username="{user}" password="{password}";' in values[1]
+    assert "security.protocol=SASL_PLAINTEXT sasl.mechanism=SCRAM-SHA-256" in values[1]
+    assert f"-X sasl.username={user} -X sasl.password={password}" in values[2]
