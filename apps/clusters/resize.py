@@ -10,7 +10,7 @@ name); the bounds are that option's and that role's together."""
 
 from dataclasses import dataclass
 
-from apps.catalog.options import InstanceSpec, resolve
+from apps.catalog.options import InstanceSpec, OptionsError, resolve
 from apps.catalog.spec import ProductDefinition, definition_of
 from apps.products.base import ResizeAsk
 from apps.products.registry import plugin_for
@@ -163,13 +163,12 @@ def plan(cluster: Cluster, workers: object) -> ResizePlan:
         raise ResizeRefused(f"cluster {cluster.name} already has {current} {scaling.role}s")
     added = []
     if workers > current:
-        model = members[-1] if members else None
-        if model is None:
-            raise ResizeRefused(f"cluster {cluster.name} has no {scaling.role} to copy")
+        model = members[-1] if members else as_launched(cluster, scaling, workers)
         next_index = 1 + max(
             Instance.objects.filter(cluster=cluster, role=scaling.role).values_list(
                 "index", flat=True
-            )
+            ),
+            default=-1,
         )
         added = [
             InstanceSpec(
@@ -184,6 +183,22 @@ def plan(cluster: Cluster, workers: object) -> ResizePlan:
             for n in range(workers - current)
         ]
     return ResizePlan(cluster.id, scaling.role, current, workers, added)
+
+
+def as_launched(cluster: Cluster, scaling: Scaling, workers: int) -> InstanceSpec:
+    """The scalable role's instance as a launch of the cluster's version and options with
+    that size would make it: what a grow adds to a cluster holding none of the role yet
+    (Kafka launched with no broker-only nodes), there being no member to copy."""
+    try:
+        spec = resolve(cluster.definition, {**cluster.options, scaling.option: workers})
+    except OptionsError as error:
+        raise ResizeRefused(
+            f"cluster {cluster.name} cannot have {workers} {scaling.role}s: {error}"
+        ) from None
+    made = [instance for instance in spec.instances if instance.role == scaling.role]
+    if not made:
+        raise ResizeRefused(f"cluster {cluster.name} has no {scaling.role} to copy")
+    return made[0]
 
 
 def leaving(cluster: Cluster, role: str, target: int) -> list[Instance]:

@@ -312,6 +312,32 @@ def test_a_grow_starts_a_broker_and_waits_until_every_broker_is_registered(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_cluster_launched_with_no_broker_only_node_grows_one_as_a_launch_makes_it(
+    fake_nodes, pool, alice, catalog
+):
+    fake_nodes.exec_results["kafka-admin"] = FakeKafka({})
+    cluster = running_kafka(alice, 0)
+    assert brokers_of(cluster) == []
+    assert services.request_resize(cluster.id, 1, actor=alice) == S.RESIZING
+    assert operations.run("resize", cluster.id) == S.RUNNING
+
+    assert brokers_of(cluster) == ["broker-0"]
+    (made,) = [
+        i
+        for i in resolve(kafka_version(), {"size": 1, "controllers": 1, "mem": 1024}).instances
+        if i.role == "broker"
+    ]
+    new = cluster.instances.get(hostname="broker-0")
+    assert (new.cores, new.memory_mb, new.disks, new.disk_kind, new.image) == (
+        made.cores,
+        made.memory_mb,
+        made.disks,
+        made.disk_kind,
+        made.image,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_owner_gets_every_brokers_address_and_the_clusters_sasl_login(
     fake_nodes, pool, alice, catalog
 ):
