@@ -19,6 +19,7 @@ CLUSTER = 7217  # a cluster's operation (workers/operations.py); key: the cluste
 BENCHMARK = 7218  # a disk benchmark on a node (apps/inventory/benchmarks.py); key: the node's id
 SSH_KEYS = 7219  # a user's ssh key sync (workers/ssh_keys.py); key: the user's id
 JOB_ADMISSION = 7220  # the jobs' admission pass (apps/jobs/admission.py); key: 0
+PERIMETER = 7221  # a node's firewall rules computed and loaded (workers/perimeter.py); key: node
 
 POLL_SECONDS = 0.2  # between tries while waiting for a session lock
 

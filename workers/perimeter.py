@@ -7,7 +7,9 @@ a node's rules again when they changed or that time has passed, so a node that c
 without them (a reboot, a flush by hand) gets them within one reconcile pass after it.
 """
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.core.cache import cache
@@ -16,8 +18,11 @@ from apps import nodes
 from apps.clusters.perimeter import NodeRules, node_rules
 from apps.inventory.models import Node
 from apps.nodes import NodeError, parallel
+from portal import locks
 
 log = logging.getLogger(__name__)
+# How long an operation waits for another's load of the same node (a helper run each).
+LOCK_SECONDS = 60
 
 
 def _key(node: Node) -> str:
@@ -26,10 +31,12 @@ def _key(node: Node) -> str:
 
 def apply(targets: list[Node]) -> dict[str, NodeError]:
     """Load each node's rules now; returns the nodes that failed, by name, with why."""
-    rules = [node_rules(node) for node in targets]
-    outcomes = parallel(_load, list(zip(targets, rules, strict=True)))
-    failed: dict[str, NodeError] = {}
-    for node, node_rule, outcome in zip(targets, rules, outcomes, strict=True):
+    with _locked(targets) as busy:
+        ready = [node for node in targets if node.name not in busy]
+        rules = [node_rules(node) for node in ready]  # read under the nodes' locks
+        outcomes = parallel(_load, list(zip(ready, rules, strict=True)))
+    failed: dict[str, NodeError] = dict(busy)
+    for node, node_rule, outcome in zip(ready, rules, outcomes, strict=True):
         if isinstance(outcome, Exception):
             failed[node.name] = (
                 outcome if isinstance(outcome, NodeError) else NodeError(node.name, str(outcome))
@@ -41,6 +48,22 @@ def apply(targets: list[Node]) -> dict[str, NodeError]:
             keep = settings.PERIMETER_REFRESH_SECONDS if node_rule.guarded else None
             cache.set(_key(node), node_rule.digest(), timeout=keep)
     return failed
+
+
+@contextlib.contextmanager
+def _locked(targets: list[Node]) -> Iterator[dict[str, NodeError]]:
+    """Each node's rules are read and loaded under that node's lock: two operations loading
+    one node at once could otherwise land the older view last, leaving an instance placed in
+    between unguarded. Yields the nodes whose lock another holder kept past LOCK_SECONDS."""
+    busy: dict[str, NodeError] = {}
+    with contextlib.ExitStack() as held:
+        for node in sorted(targets, key=lambda n: n.id):  # one order: no deadlock
+            lock = locks.advisory_lock(locks.PERIMETER, node.id, wait=LOCK_SECONDS)
+            if not held.enter_context(lock):
+                busy[node.name] = NodeError(
+                    node.name, "its firewall rules are being loaded by another operation", True
+                )
+        yield busy
 
 
 def _load(job: tuple[Node, NodeRules]) -> None:

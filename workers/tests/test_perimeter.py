@@ -275,3 +275,40 @@ def test_without_the_perimeter_nodes_hold_no_table(fake_nodes, pool, alice, demo
     node = cluster.instances.get().node
     assert "table inet" in fake_nodes.firewalls[node.name]
     assert "chain" not in fake_nodes.firewalls[node.name]
+
+
+def test_a_node_is_loaded_under_its_lock_and_a_held_lock_makes_the_load_wait(
+    fake_nodes, pool, alice, demo, monkeypatch
+):
+    """Two operations loading one node at once could land the older view last (an instance
+    placed in between left unguarded): each reads and loads a node's rules under its lock."""
+    from django.db import connection
+
+    from apps.nodes.fake import FakeNodeClient
+    from portal import locks
+
+    cluster = placed(alice, demo, size=1)
+    node = cluster.instances.get().node
+    seen: list[bool] = []
+    loaded = FakeNodeClient.set_firewall
+
+    def checked(self, script: str) -> None:
+        try:  # a node thread: a connection of its own, closed again
+            seen.append(locks.held(locks.PERIMETER, node.id))
+        finally:
+            connection.close()
+        loaded(self, script)
+
+    monkeypatch.setattr(FakeNodeClient, "set_firewall", checked)
+    assert perimeter.apply([node]) == {}
+    assert seen == [True]
+
+    # Another holder keeps the lock: this load waits for it, then says the node is busy.
+    monkeypatch.setattr(perimeter, "LOCK_SECONDS", 0.3)
+    with locks.advisory_lock(locks.PERIMETER, node.id) as got:
+        assert got
+        from apps.clusters.tests.parallel import run_together
+
+        (outcome,) = run_together([lambda: perimeter.apply([node])])
+    assert set(outcome) == {node.name} and outcome[node.name].transient
+    assert "being loaded by another operation" in outcome[node.name].message
