@@ -127,6 +127,7 @@ class ClusterJobsView(GenericAPIView):
     def _cluster(self):
         return get_object_or_404(visible_clusters(self.request.user), id=self.kwargs["cluster_id"])
 
+    @extend_schema(responses={200: JobSerializer(many=True)})  # a page of them, not one
     def get(self, request: Request, cluster_id: int) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
