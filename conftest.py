@@ -163,8 +163,12 @@ def lab_cleanup(lab_inventory):
 
     for node in lab_inventory:
         client = engine.cached(node)
+        # ignore_removed: a container gone between the listing and its inspection (a helper
+        # ending) is skipped, not an error.
         for container in client.containers.list(
-            all=True, filters={"label": f"platter.site={settings.PLATTER_SITE}"}
+            all=True,
+            filters={"label": f"platter.site={settings.PLATTER_SITE}"},
+            ignore_removed=True,
         ):
             try:
                 container.remove(force=True)

@@ -168,7 +168,7 @@ def remove_site_leftovers() -> tuple[int, list[str]]:
     for node in Node.objects.all():
         try:
             found = engine.cached(node).containers.list(
-                all=True, filters={"label": f"platter.site={SITE}"}
+                all=True, filters={"label": f"platter.site={SITE}"}, ignore_removed=True
             )
             for container in found:
                 container.remove(force=True)

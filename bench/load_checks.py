@@ -212,8 +212,10 @@ def containers_left(site: str) -> list[str]:
             for i in Instance.objects.filter(node=node, active=True).values_list("id", flat=True)
         }
         try:
+            # ignore_removed: a container gone between the listing and its inspection (a
+            # helper ending) is not one left behind.
             found = engine.cached(node).containers.list(
-                all=True, filters={"label": f"platter.site={site}"}
+                all=True, filters={"label": f"platter.site={site}"}, ignore_removed=True
             )
         except Exception as error:  # noqa: BLE001 (a silent node is a failed check, not a crash)
             problems.append(f"{node.name} did not answer: {error}")
@@ -222,5 +224,8 @@ def containers_left(site: str) -> list[str]:
             f"{node.name}: {c.name} ({c.status})"
             for c in found
             if c.labels.get("platter.instance") not in owned
+            # A helper still at work (the perimeter's rules, a wipe) is the portal's own; one
+            # that ended and stayed is a leftover.
+            and not ("platter.helper" in c.labels and c.status == "running")
         ]
     return problems
