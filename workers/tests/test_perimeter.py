@@ -14,7 +14,6 @@ from apps.clusters import services
 from apps.clusters.models import Cluster, ClusterEvent
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_network, make_node
-from apps.nodes.fake import FakeNodes
 from workers import operations, perimeter, reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,13 +21,8 @@ S = Cluster.State
 
 
 @pytest.fixture
-def fake_nodes():
-    with FakeNodes() as fake:
-        yield fake
-
-
-@pytest.fixture
 def pool():
+    """As workers/tests/conftest.py's, on a network with a portal address and a parent."""
     network = make_network()
     network.portal_source, network.parent = "10.9.255.253", "eth1"
     network.save()
