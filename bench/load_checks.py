@@ -5,6 +5,9 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.utils.dateparse import parse_datetime
 
 from bench.load_users import Recorder
 
@@ -224,8 +227,24 @@ def containers_left(site: str) -> list[str]:
             f"{node.name}: {c.name} ({c.status})"
             for c in found
             if c.labels.get("platter.instance") not in owned
-            # A helper still at work (the perimeter's rules, a wipe) is the portal's own; one
-            # that ended and stayed is a leftover.
-            and not ("platter.helper" in c.labels and c.status == "running")
+            and not helper_at_work(c.labels, c.attrs.get("State") or {})
         ]
     return problems
+
+
+# How long a helper that ended may stay before it counts as left behind: its starter reads
+# its output and then removes it, a round trip that over SSH can take seconds.
+HELPER_REMOVAL_GRACE = timedelta(seconds=60)
+
+
+def helper_at_work(labels: dict[str, str], state: dict, now: datetime | None = None) -> bool:
+    """A helper (the perimeter's rules, a wipe) running, or ended moments ago and about to
+    be removed by whoever started it, is the portal's own; one that ended long ago and
+    stayed is a leftover."""
+    if "platter.helper" not in labels:
+        return False
+    if state.get("Running"):
+        return True
+    finished = parse_datetime(state.get("FinishedAt") or "")
+    now = now or datetime.now(UTC)
+    return finished is not None and finished.year > 1 and now - finished < HELPER_REMOVAL_GRACE

@@ -2,6 +2,7 @@
 worker and the lab, and every consistency check passes with no answer of 500 or more."""
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from django.core.cache.backends.locmem import LocMemCache
@@ -90,3 +91,20 @@ def test_the_checks_name_what_a_leak_leaves_behind(alice):
         f"cluster {cluster.id} is destroyed but still holds resources"
     ]
     assert checks.disks_held_twice() == []
+
+
+def test_a_helper_counts_as_left_behind_only_once_it_ended_and_stayed():
+    checks = load_bench("load").load_checks
+    now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    helper = {"platter.site": "s", "platter.helper": "firewall"}
+    ended = {"Running": False, "FinishedAt": "2026-11-28T11:59:58.123456789Z"}
+    long_ago = {"Running": False, "FinishedAt": "2026-11-28T11:50:00.5Z"}
+
+    assert checks.helper_at_work(helper, {"Running": True}, now)
+    # Its starter is reading its output and will remove it next.
+    assert checks.helper_at_work(helper, ended, now)
+    assert not checks.helper_at_work(helper, long_ago, now)
+    # Never started ("0001-01-01"): created and abandoned.
+    never = {"Running": False, "FinishedAt": "0001-01-01T00:00:00Z"}
+    assert not checks.helper_at_work(helper, never, now)
+    assert not checks.helper_at_work({"platter.site": "s"}, {"Running": True}, now)
