@@ -26,6 +26,7 @@ through ``Member`` records and the operator, never through the clusters' models.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -39,6 +40,30 @@ class StepFailed(Exception):
 class ResizeFailed(Exception):
     """A resize cannot finish; what it changed is put back and the message is the reason a
     user reads (the cluster runs on as it was)."""
+
+
+def answer_of(output: str, command: str) -> Any:
+    """An admin command's JSON answer (``/opt/platter/bin/<product>-admin``, in each image):
+    its last line that is JSON (a JVM or a Python library may have warned before it)."""
+    for line in reversed(output.strip().splitlines()):
+        if line[:1] in "{[":
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise ResizeFailed(f"{command} gave no answer: {output.strip()[-300:]}")
+
+
+def admin(op: Operator, on: Member, command: list[str], timeout: int = 120) -> Any:
+    """Run a product's admin command in a member's container and return its JSON answer;
+    ResizeFailed in the command's own words when it refuses or fails (exit status not 0, or
+    an answer {"error": ...})."""
+    code, output = op.exec(on, command, timeout)
+    found = answer_of(output, command[0])
+    error = found.get("error") if isinstance(found, dict) else None
+    if code != 0 or error:
+        raise ResizeFailed(str(error or f"{' '.join(command[:2])} exited with {code}"))
+    return found
 
 
 @dataclass(frozen=True)

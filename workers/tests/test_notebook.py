@@ -2,6 +2,7 @@
 notebook role by workers/resize.py) over fake nodes, its refusals, and its state in words
 (the reconciler's probe of JupyterLab records when it answers)."""
 
+import json
 import re
 
 import pytest
@@ -11,7 +12,6 @@ from apps.clusters import notebook, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.quotas import QuotaExceeded
 from apps.inventory.models import Disk
-from apps.products.spark import plugin as spark_plugin
 from workers import operations, reconciler
 from workers.tests.test_resize import running
 
@@ -59,7 +59,7 @@ def test_a_notebook_is_grown_on_fake_nodes_with_its_disk_and_the_option_recorded
     client.force_login(alice)
     poller = re.search(r'<div id="cluster-poll"[^>]*>', page(client, cluster))[0]
     assert 'hx-trigger="every 1s"' in poller and "notebook=starting" in poller
-    fake_nodes.exec_results["python3"] = (0, spark_plugin.NOTEBOOK_READY + "\n")
+    fake_nodes.exec_results["spark-admin"] = (0, json.dumps({"ready": True}) + "\n")
     assert reconciler.probe_notebooks() == ["notebook-0"]
     assert notebook.state_of(cluster).words == "ready: JupyterLab answers"
     since = re.search(r"since=(\d+)", poller)[1]

@@ -2,6 +2,7 @@
 request is refused by, naming why, and the operation's growing and shrinking over fake nodes.
 The products themselves joining and leaving: workers/tests/test_resize_lab.py."""
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -283,11 +284,27 @@ def test_the_resource_manager_decommissions_gracefully_for_the_drain_time(
     op = NodeOperator(hadoop3)
     master = step.master(op)
     fake_nodes.execs.clear()
+    fake_nodes.exec_results["hadoop-admin"] = (0, '{"changed": true}')
     step.set_excluded(op, master, ["10.0.0.9"], ["worker-9"], True)
     step.set_excluded(op, master, ["10.0.0.9"], ["worker-9"], False)
-    scripts = [argv for argv in fake_nodes.execs if argv[:2] == ["sh", "-c"]]
-    assert "yarn rmadmin -refreshNodes -g 77 -server" in scripts[0][2]
-    assert scripts[1][2].endswith("yarn rmadmin -refreshNodes; fi")
+    edits = [argv for argv in fake_nodes.execs if argv[:2] == ["hadoop-admin", "exclude"]]
+    named = ["--ips", "10.0.0.9", "--names", "worker-9", "--graceful", "77"]
+    assert edits == [
+        ["hadoop-admin", "exclude", "add", *named],
+        ["hadoop-admin", "exclude", "remove", *named],
+    ]
+
+
+def test_a_refused_exclude_edit_fails_the_step_in_hadoop_admins_words(hadoop3, fake_nodes):
+    from apps.products.base import ResizeFailed
+    from apps.products.hadoop import decommission as step
+    from workers.resize import NodeOperator
+
+    op = NodeOperator(hadoop3)
+    said = '{"error": "exclude: hdfs dfsadmin exited with 255: refreshNodes: Connection refused"}'
+    fake_nodes.exec_results["hadoop-admin"] = (1, said)
+    with pytest.raises(ResizeFailed, match=r"^exclude: hdfs dfsadmin exited with 255: refresh"):
+        step.set_excluded(op, step.master(op), ["10.0.0.9"], ["worker-9"], True)
 
 
 def test_a_decommission_past_its_time_puts_the_worker_back_and_fails_the_resize(
@@ -330,14 +347,12 @@ def test_a_shrink_whose_data_would_not_fit_is_refused(hadoop3, monkeypatch, fake
 def test_spark_workers_leave_once_their_executors_ended(
     fake_nodes, pool, alice, catalog, settings, cores_used, removed
 ):
-    import json
-
     settings.RESIZE_DRAIN_SECONDS = 0
     cluster = running(alice, "spark", size=2, mem=1024)
     leaving = workers_of(cluster)[1]
-    status = [[w.hostname, "ALIVE", 0] for w in workers_of(cluster)]
-    status[1][2] = cores_used
-    fake_nodes.exec_results["python3"] = (0, json.dumps(status))
+    status = [{"host": w.hostname, "state": "ALIVE", "cores_used": 0} for w in workers_of(cluster)]
+    status[1]["cores_used"] = cores_used
+    fake_nodes.exec_results["spark-admin"] = (0, json.dumps(status))
     services.request_resize(cluster.id, 1)
     assert operations.run("resize", cluster.id) == S.RUNNING
     assert (len(workers_of(cluster)) == 1) is removed
@@ -418,7 +433,6 @@ class FakeRing:
 
     def cql(self, statement: str) -> tuple[int, str]:
         import ast
-        import json
         import re
 
         self.statements.append(statement)
@@ -436,9 +450,6 @@ class FakeRing:
         return 0, ""
 
     def exec(self, host: str, address: str, argv: list[str]) -> tuple[int, str]:
-        from apps.products.cassandra.ring import DECOMMISSION_RC
-
-        command = " ".join(argv)
         if argv[:2] == ["nodetool", "status"]:
             return 0, self.status()
         if argv[:2] in (["nodetool", "cleanup"], ["nodetool", "repair"]):
@@ -450,7 +461,7 @@ class FakeRing:
             return 0, ""
         if argv[0] == "cqlsh":
             return self.cql(argv[-1])
-        if "nodetool decommission" in command:
+        if argv == ["cassandra-admin", "decommission"]:
             self.log.append(("decommission", host))
             self.outcomes.pop(address, None)
             if host in self.stream_fails:
@@ -458,12 +469,10 @@ class FakeRing:
                 self.outcomes[address] = (1, "error: Stream failed")
             else:
                 self.members[address] = Member(host, "UL", self.leave_polls)
-            return 0, ""
-        if DECOMMISSION_RC in command:
-            if address not in self.outcomes:
-                return 1, f"cat: {DECOMMISSION_RC}: No such file or directory"
-            code, output = self.outcomes[address]
-            return 0, f"{code}\n{output}"
+            return 0, '{"started": true}'
+        if argv == ["cassandra-admin", "decommission-status"]:
+            code, output = self.outcomes.get(address, (None, ""))
+            return 0, json.dumps({"running": code is None, "exit": code, "log": output})
         return 0, ""  # /etc/hosts, the product's checks
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from ..base import Member, Operator, ResizeFailed, StepFailed
+from ..base import Member, Operator, ResizeFailed, StepFailed, admin
 from . import rules
 
 NODETOOL_SECONDS = 120
@@ -22,17 +22,7 @@ CQLSH_SECONDS = 90
 # its ring delay; one that became a member is removed with nodetool removenode).
 FORGET_SECONDS = 120
 RESTART_SECONDS = 300  # a restarted node back to UN (JVM start, commit log replay, gossip)
-DECOMMISSION_LOG = "/var/log/platter-decommission.log"
-DECOMMISSION_RC = "/var/log/platter-decommission.rc"
-# In the background: it runs as long as the streaming does; the worker follows the ring. Not
-# twice: a resumed resize may come before the node said it was leaving.
-DECOMMISSION = (
-    "pgrep -f '[N]odeTool.* decommission' > /dev/null && exit 0; "
-    f"rm -f {DECOMMISSION_RC}; "
-    f"(nodetool decommission; echo $? > {DECOMMISSION_RC}) > {DECOMMISSION_LOG} 2>&1 "
-    "< /dev/null &"
-)
-DECOMMISSION_OUTCOME = f"cat {DECOMMISSION_RC} && tail -c 300 {DECOMMISSION_LOG}"
+ADMIN = "cassandra-admin"  # deploy/images/cassandra/rootfs/opt/platter/bin/cassandra-admin
 # The start script's switch: a node added to a running ring streams its ranges before it
 # serves them (a launch's nodes start at once as a brand-new ring, without).
 BOOTSTRAP = {"CASSANDRA_AUTO_BOOTSTRAP": "true"}
@@ -354,7 +344,7 @@ def _decommission(op: Operator, observer: Member, instance: Member) -> None:
     if found is None:
         return  # it left before a worker died
     if found.state != "UL":
-        op.run(instance, ["sh", "-c", DECOMMISSION], 60)
+        admin(op, instance, [ADMIN, "decommission"], 60)
         op.event(f"nodetool decommission on {name}: it streams its data to the others")
     deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
     said = ""
@@ -385,12 +375,15 @@ def _decommission(op: Operator, observer: Member, instance: Member) -> None:
 
 
 def _decommission_outcome(op: Operator, instance: Member) -> tuple[int, str] | None:
-    """The background nodetool decommission's exit code and last output; None while it runs."""
-    code, output = op.exec(instance, ["sh", "-c", DECOMMISSION_OUTCOME], 30)
-    first, _, rest = output.strip().partition("\n")
-    if code != 0 or not first.strip().isdigit():
+    """The background nodetool decommission's exit code and last output; None while it runs
+    (or when the node cannot say)."""
+    try:
+        status = admin(op, instance, [ADMIN, "decommission-status"], 30)
+    except ResizeFailed:
         return None
-    return int(first), " ".join(rest.split())[-300:]
+    if status.get("exit") is None:
+        return None
+    return int(status["exit"]), str(status.get("log", ""))
 
 
 def _back_in_ring(op: Operator, observer: Member, instance: Member) -> str | None:

@@ -1,56 +1,14 @@
 """Hadoop's side of a resize: HDFS and YARN decommission of leaving workers, and new workers
-let back in. Node work goes through the resize's Operator (apps/products/base.py)."""
+let back in, by the image's admin command (hadoop-admin) on the master. Node work goes through
+the resize's Operator (apps/products/base.py)."""
 
-import json
-import shlex
 import time
 
 from django.conf import settings
 
-from ..base import Member, Operator, ResizeFailed
+from ..base import Member, Operator, ResizeFailed, admin
 
-NAMENODE_INFO = (
-    "import json, urllib.request; "
-    "u = 'http://localhost:9870/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo'; "
-    "b = json.load(urllib.request.urlopen(u, timeout=10))['beans'][0]; "
-    "print(json.dumps({k: json.loads(b[k]) for k in ('LiveNodes', 'DecomNodes')}))"
-)
-# The NodeManagers YARN still drains gracefully (DECOMMISSIONING: their containers run on,
-# no new ones start), by hostname, with the containers each still runs.
-YARN_DRAINING = (
-    "import json, urllib.request; "
-    "u = 'http://localhost:8088/ws/v1/cluster/nodes?states=DECOMMISSIONING'; "
-    "n = (json.load(urllib.request.urlopen(u, timeout=10)).get('nodes') or {}).get('node', []); "
-    "print(json.dumps({x['nodeHostName']: x.get('numContainers', 0) for x in n}))"
-)
-EXCLUDE = "/opt/hadoop/etc/hadoop/platter.exclude"
-YARN_EXCLUDE = "/opt/hadoop/etc/hadoop/platter.yarn-exclude"
-# The exclude files named in the master's configuration (read again by every refreshNodes).
-ADD_EXCLUDE_PROPERTIES = f"""
-import re
-for name, key, path in (("hdfs-site.xml", "dfs.hosts.exclude", "{EXCLUDE}"),
-                        ("yarn-site.xml", "yarn.resourcemanager.nodes.exclude-path",
-                         "{YARN_EXCLUDE}")):
-    f = "/opt/hadoop/etc/hadoop/" + name
-    text = open(f).read()
-    if key not in text:
-        prop = "  <property><name>%s</name><value>%s</value></property>\\n" % (key, path)
-        open(f, "w").write(text.replace("</configuration>", prop + "</configuration>"))
-    open(path, "a").close()
-"""
-# Adds (argv[1] "add") or removes the given lines in both exclude files; exits 0 only when a
-# file changed, so the NameNode and ResourceManager are asked to read them only then.
-EDIT_EXCLUDES = f"""
-import os, sys
-add, changed = sys.argv[1] == "add", False
-for path, names in (("{EXCLUDE}", sys.argv[2].split()), ("{YARN_EXCLUDE}", sys.argv[3].split())):
-    old = open(path).read().split() if os.path.exists(path) else []
-    new = sorted(set(old) | set(names)) if add else [n for n in old if n not in names]
-    if sorted(new) != sorted(old):
-        open(path, "w").write("".join(n + "\\n" for n in new))
-        changed = True
-sys.exit(0 if changed else 3)
-"""
+ADMIN = "hadoop-admin"  # deploy/images/hadoop/rootfs/opt/platter/bin/hadoop-admin
 
 
 def master(op: Operator, role: str = "master") -> Member:
@@ -62,14 +20,12 @@ def master(op: Operator, role: str = "master") -> Member:
 
 def hdfs_nodes(op: Operator, master: Member) -> dict:
     """The NameNode's view of its DataNodes: LiveNodes and DecomNodes, by name."""
-    output = op.run(master, ["python3", "-c", NAMENODE_INFO], 60)
-    return json.loads(output.strip().splitlines()[-1])
+    return admin(op, master, [ADMIN, "datanodes"], 60)
 
 
 def yarn_draining(op: Operator, master: Member) -> dict[str, int]:
     """The ResourceManager's view: NodeManagers still decommissioning, and their containers."""
-    output = op.run(master, ["python3", "-c", YARN_DRAINING], 60)
-    return json.loads(output.strip().splitlines()[-1])
+    return admin(op, master, [ADMIN, "yarn-draining"], 60)
 
 
 def match(nodes_by_name: dict, member: Member) -> dict | None:
@@ -105,7 +61,6 @@ def drain(op: Operator, leaving: list[Member]) -> None:
         )
     ips = [m.ip for m in leaving if m.ip]
     names = [m.hostname for m in leaving]
-    op.run(head, ["python3", "-c", ADD_EXCLUDE_PROPERTIES])
     set_excluded(op, head, ips, names, True)
     op.event(f"HDFS and YARN decommission of {', '.join(names)} started")
     deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
@@ -150,14 +105,8 @@ def set_excluded(op: Operator, master: Member, ips: list[str], names: list[str],
     ResourceManager read them when they changed. YARN decommissions gracefully: the
     ResourceManager lets the containers running there end (for RESIZE_DRAIN_SECONDS at
     most, which drain waits for) instead of killing them."""
-    edit = shlex.join(
-        ["python3", "-c", EDIT_EXCLUDES, "add" if add else "remove", " ".join(ips), " ".join(names)]
-    )
-    yarn = ["yarn", "rmadmin", "-refreshNodes"]
-    if add:
-        yarn += ["-g", str(settings.RESIZE_DRAIN_SECONDS), "-server"]
-    script = f"if {edit}; then hdfs dfsadmin -refreshNodes && {shlex.join(yarn)}; fi"
-    op.run(master, ["sh", "-c", script], 180)
+    command = [ADMIN, "exclude", "add" if add else "remove", "--ips", *ips, "--names", *names]
+    admin(op, master, [*command, "--graceful", str(settings.RESIZE_DRAIN_SECONDS)], 180)
 
 
 def admit(op: Operator, added: list[Member]) -> None:

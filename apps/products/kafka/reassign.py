@@ -4,11 +4,9 @@ reassign-off, which runs Kafka's ReassignPartitionsCommand and waits until it is
 work goes through the resize's Operator (apps/products/base.py); the commands run on the
 first controller, which a resize never removes."""
 
-import json
-from typing import Any
-
 from django.conf import settings
 
+from .. import base
 from ..base import Member, Operator, ResizeFailed
 from . import rules
 
@@ -16,27 +14,9 @@ ADMIN = "kafka-admin"  # deploy/images/kafka/rootfs/opt/platter/bin/kafka-admin
 ADMIN_SECONDS = 120
 
 
-def answer_of(output: str) -> dict[str, Any]:
-    """kafka-admin's JSON answer: its last line that is a JSON object (a JVM may have
-    written a warning before it)."""
-    for line in reversed(output.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                found = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(found, dict):
-                return found
-    raise ResizeFailed(f"{ADMIN} gave no answer: {output.strip()[-300:]}")
-
-
 def admin(op: Operator, on: Member, argv: list[str], timeout: int = ADMIN_SECONDS) -> dict:
     """kafka-admin's answer; ResizeFailed with its own words when it refuses or fails."""
-    code, output = op.exec(on, [ADMIN, *argv], timeout)
-    found = answer_of(output)
-    if code != 0 or "error" in found:
-        raise ResizeFailed(str(found.get("error") or f"{ADMIN} {argv[0]} exited with {code}"))
-    return found
+    return base.admin(op, on, [ADMIN, *argv], timeout)
 
 
 def observer_of(members: list[Member]) -> Member:

@@ -2,7 +2,6 @@
 added as a grow of its role, PySpark and jar jobs, running applications and busy notebook
 kernels as signals of use, JupyterLab's readiness."""
 
-import json
 import re
 import time
 from collections.abc import Callable
@@ -18,24 +17,15 @@ from ..base import (
     Operator,
     ResizeFailed,
     UsageProbe,
+    admin,
 )
 
 PYSPARK, SPARK_JAR = "pyspark", "spark-jar"
 NOTEBOOK_ROLE, NOTEBOOK_PORT = "notebook", 8888
-# JupyterLab's /api/status under its base URL, asked inside its container as the idle probe
-# asks for its kernels, with the cluster's UI token the container was given (JupyterLab
-# answers nothing without it); prints the marker only when it answers.
-NOTEBOOK_READY = "jupyterlab-ready"
-NOTEBOOK_STATUS = f"""import os, socket, urllib.request as u
-root = os.environ.get("PLATTER_WEB_UI_ROOT", "")
-host = os.environ.get("PLATTER_HOSTNAME") or socket.gethostname()
-token = os.environ.get("PLATTER_UI_TOKEN", "")
-u.urlopen(u.Request(
-    "http://127.0.0.1:{NOTEBOOK_PORT}%s/%s/{NOTEBOOK_PORT}/api/status" % (root, host),
-    headers={{"Authorization": "token " + token}} if token else {{}},
-), timeout=5).read()
-print("{NOTEBOOK_READY}")
-"""
+ADMIN = "spark-admin"  # deploy/images/spark/rootfs/opt/platter/bin/spark-admin
+# JupyterLab's /api/status, asked inside its container with the cluster's UI token (it
+# answers nothing without it): the answer holds the marker only when it answers.
+NOTEBOOK_READY = '"ready": true'
 
 
 def drain(op: Operator, leaving: list[Member]) -> None:
@@ -44,23 +34,20 @@ def drain(op: Operator, leaving: list[Member]) -> None:
     master = next((m for m in op.members() if m.role == "master"), None)
     if master is None:
         raise ResizeFailed("the cluster has no running master")
-    url = f"http://{master.hostname}:8080/json/"
     names = {m.hostname for m in leaving} | {m.ip for m in leaving if m.ip}
-    probe = (
-        "import json, urllib.request; "
-        f"s = json.load(urllib.request.urlopen({url!r}, timeout=10)); "
-        "print(json.dumps([[w.get('host'), w.get('state'), w.get('coresused', 0)] "
-        "for w in s.get('workers', [])]))"
-    )
     deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
     while True:
-        workers = json.loads(op.run(master, ["python3", "-c", probe]).splitlines()[-1])
-        busy = [w for w in workers if w[0] in names and w[1] == "ALIVE" and w[2]]
+        workers = admin(op, master, [ADMIN, "workers", "--master", master.hostname], 60)
+        busy = [
+            w["host"]
+            for w in workers
+            if w["host"] in names and w["state"] == "ALIVE" and w["cores_used"]
+        ]
         if not busy:
             return
         if time.monotonic() > deadline:
             raise ResizeFailed(
-                f"executors still run on {', '.join(w[0] for w in busy)} after "
+                f"executors still run on {', '.join(busy)} after "
                 f"{settings.RESIZE_DRAIN_SECONDS} s; the workers stay"
             )
         op.event(f"waiting for executors to end on {len(busy)} workers")
@@ -93,9 +80,7 @@ class SparkPlugin(BasePlugin):
             "a busy notebook kernel",
         ),
     )
-    notebook_probe = NotebookProbe(
-        NOTEBOOK_ROLE, ["python3", "-c", NOTEBOOK_STATUS], NOTEBOOK_READY
-    )
+    notebook_probe = NotebookProbe(NOTEBOOK_ROLE, [ADMIN, "notebook-status"], NOTEBOOK_READY)
     drain_words = "leaving workers are removed once no executor runs on them"
 
     def drain(self, op: Operator, leaving: list[Member]) -> None:

@@ -20,9 +20,8 @@ from apps.clusters.models import Cluster, Instance
 from apps.clusters.reservation import reserve
 from apps.clusters.tests.factories import make_network, make_node
 from apps.nodes.fake import FakeNodes
-from apps.products.base import Member
+from apps.products.base import Member, ResizeFailed, answer_of
 from apps.products.kafka.plugin import KafkaPlugin
-from apps.products.kafka.reassign import answer_of
 from apps.products.kafka.rules import broker_id, shrink_refusal
 from apps.products.registry import plugin_for
 from workers import operations
@@ -119,7 +118,9 @@ def test_a_shrink_below_a_topics_replication_factor_is_refused_naming_the_topic(
 
 
 def test_kafka_admins_answer_is_found_after_jvm_warnings():
-    assert answer_of('WARNING: something\n{"topics": []}\n') == {"topics": []}
+    assert answer_of('WARNING: something\n{"topics": []}\n', "kafka-admin") == {"topics": []}
+    with pytest.raises(ResizeFailed, match="kafka-admin gave no answer: Exception in thread"):
+        answer_of("Exception in thread main", "kafka-admin")
 
 
 # ------------------------------------------------------------------ kafka-admin's plan
