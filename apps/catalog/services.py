@@ -15,7 +15,9 @@ from django.db.models import Q, QuerySet
 from .models import Product, ProductVersion
 from .revisions import DEFINITION_FIELDS
 
-DEFAULT_CATALOG = Path(settings.BASE_DIR) / "fixtures" / "catalog.json"
+# The site's own entries (versions without a plugin of their own); each product's slice lives
+# in its folder (apps/products/<name>/catalog.json): default_catalog() merges them.
+SITE_CATALOG = Path(settings.BASE_DIR) / "fixtures" / "catalog.json"
 PRODUCT_FIELDS = ("title", "description", "logo")
 VERSION_FIELDS = ("description", *DEFINITION_FIELDS, "trusted", "enabled")
 
@@ -71,17 +73,53 @@ class CatalogFileError(ValueError):
     pass
 
 
-def load_catalog(path: Path | str = DEFAULT_CATALOG) -> LoadReport:
-    """Create or update every product and version in the file, keyed by (product name,
-    version). Versions missing from the file are left alone: clusters may reference them
-    (disable them in the admin instead). All or nothing: one invalid version loads nothing."""
+def read_catalog(path: Path | str) -> list[dict[str, Any]]:
+    """The products of one catalog file ({"products": [...]})."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise CatalogFileError(f"cannot read catalog {path}: {exc}") from exc
     products = data.get("products") if isinstance(data, dict) else None
-    if not isinstance(products, list):
+    if not isinstance(products, list) or not all(isinstance(p, dict) for p in products):
         raise CatalogFileError(f"{path}: expected {{'products': [...]}}")
+    return products
+
+
+def default_catalog() -> list[dict[str, Any]]:
+    """The catalog this portal ships: every product's slice (apps/products/<name>/
+    catalog.json, in the registry's order), then the site's own file. A product may appear in
+    several (its versions add up); its title, description and logo may be given in one of
+    them, or the same in each. A version given twice is refused, naming both files."""
+    from apps.products.registry import catalog_slices
+
+    merged: dict[str, dict[str, Any]] = {}
+    came_from: dict[tuple[str, str], Path] = {}
+    for path in [*catalog_slices(), SITE_CATALOG]:
+        for entry in read_catalog(path):
+            name = str(entry.get("name", ""))
+            product = merged.setdefault(name, {"name": name, "versions": []})
+            for key in PRODUCT_FIELDS:
+                if key in entry and product.setdefault(key, entry[key]) != entry[key]:
+                    raise CatalogFileError(
+                        f"{path}: product {name}'s {key} differs from another file's"
+                    )
+            for item in entry.get("versions", []):
+                label = (name, str(item.get("version")))
+                if label in came_from:
+                    raise CatalogFileError(
+                        f"{path}: {name} {label[1]} is also in {came_from[label]}"
+                    )
+                came_from[label] = path
+                product["versions"].append(item)
+    return list(merged.values())
+
+
+def load_catalog(path: Path | str | None = None) -> LoadReport:
+    """Create or update every product and version of the catalog file (by default the one
+    this portal ships: default_catalog), keyed by (product name, version). Versions missing
+    from it are left alone: clusters may reference them (disable them in the admin instead).
+    All or nothing: one invalid version loads nothing."""
+    products = default_catalog() if path is None else read_catalog(path)
 
     report = LoadReport()
     with transaction.atomic():

@@ -14,9 +14,9 @@ product (apps/products/<name>/plugin.py) behind ``ProductPlugin``:
 - connection strings the catalog's templates cannot express (``connections``).
 
 How a product plugs in: write a class with these members (subclass ``BasePlugin`` to take
-the fail-closed defaults), put it in apps/products/<name>/plugin.py, add one line to
-apps/products/registry.py, and name it in each of its versions' definitions
-(``"plugin": "<name>"`` in fixtures/catalog.json). A definition without a plugin gets the
+the fail-closed defaults), put it in apps/products/<name>/plugin.py, add its name to
+apps/products/registry.py, and name it in each of its versions' definitions (``"plugin":
+"<name>"`` in apps/products/<name>/catalog.json). A definition without a plugin gets the
 generic one (generic.py), which refuses to resize a role that keeps state.
 
 Layering: this package sits below the catalog (which validates plugin names) and the

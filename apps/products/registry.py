@@ -1,32 +1,30 @@
 """Which plugin a product version uses: by the name its definition gives (``"plugin"``),
-never by the product's name, which an admin may edit. One line per plugin below; the catalog
-refuses a definition naming one not listed (apps/catalog/spec.py). A new product adds its
-import and its entry in PLUGINS (apps/products/<name>/plugin.py's PLUGIN)."""
+never by the product's name, which an admin may edit. A product is one line of PRODUCTS
+below: the package apps/products/<name>/, whose plugin.py has PLUGIN and whose catalog.json
+holds its slice of the catalog (apps/catalog/services.default_catalog reads them). The catalog
+refuses a definition naming a plugin not listed (apps/catalog/spec.py)."""
 
+from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from . import generic
 from .base import ProductPlugin
-from .cassandra import plugin as cassandra
-from .demo import plugin as demo
-from .ferretdb import plugin as ferretdb
-from .hadoop import plugin as hadoop
-from .kafka import plugin as kafka
-from .spark import plugin as spark
 
+PRODUCTS = (
+    "demo",
+    "hadoop",
+    "spark",
+    "cassandra",
+    "ferretdb",
+    "kafka",
+)
+HOME = Path(__file__).resolve().parent
 GENERIC = generic.PLUGIN.name
 
-PLUGINS: dict[str, ProductPlugin] = {
+PLUGINS: dict[str, ProductPlugin] = {generic.PLUGIN.name: generic.PLUGIN} | {
     plugin.name: plugin
-    for plugin in [
-        generic.PLUGIN,
-        demo.PLUGIN,
-        hadoop.PLUGIN,
-        spark.PLUGIN,
-        cassandra.PLUGIN,
-        ferretdb.PLUGIN,
-        kafka.PLUGIN,
-    ]
+    for plugin in (import_module(f"{__package__}.{name}.plugin").PLUGIN for name in PRODUCTS)
 }
 
 
@@ -46,3 +44,9 @@ def plugin_for(version: Any) -> ProductPlugin:
     what it does not know how to do."""
     name = version.get("plugin") if isinstance(version, dict) else getattr(version, "plugin", "")
     return PLUGINS.get(name or GENERIC, PLUGINS[GENERIC])
+
+
+def catalog_slices() -> list[Path]:
+    """Each product's slice of the catalog (apps/products/<name>/catalog.json), in PRODUCTS'
+    order; a product whose versions all come from the site's own catalog has none."""
+    return [path for name in PRODUCTS if (path := HOME / name / "catalog.json").exists()]

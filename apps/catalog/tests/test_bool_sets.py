@@ -1,14 +1,11 @@
 """A bool launch option may add one instance of a role or one disk (true is 1, false 0): Spark's
 notebook instance."""
 
-import json
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
 from apps.catalog import options
 from apps.catalog.definition import definition_fields
+from apps.catalog.services import default_catalog
 from apps.catalog.spec import DefinitionError, parse_definition
 
 from .factories import make_version
@@ -65,8 +62,7 @@ def test_a_bool_option_sets_only_a_count_or_disks():
 
 
 def spark_definition():
-    catalog = json.loads((Path(settings.BASE_DIR) / "fixtures" / "catalog.json").read_text())
-    spark = next(p for p in catalog["products"] if p["name"] == "spark")
+    spark = next(p for p in default_catalog() if p["name"] == "spark")
     return parse_definition(spark["versions"][0])
 
 

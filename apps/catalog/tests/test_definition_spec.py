@@ -133,11 +133,9 @@ def test_clean_puts_each_problem_on_its_model_field():
 
 
 def test_every_product_of_the_shipped_catalog_parses():
-    import json
+    from apps.catalog.services import default_catalog
 
-    from apps.catalog.services import DEFAULT_CATALOG
-
-    for product in json.loads(DEFAULT_CATALOG.read_text())["products"]:
+    for product in default_catalog():
         for version in product["versions"]:
             parsed = parse_definition(version)
             assert parsed.roles and parsed.options, (product["name"], version["version"])

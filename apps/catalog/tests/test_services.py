@@ -5,8 +5,8 @@ import pytest
 from apps.catalog.models import Product, ProductVersion
 from apps.catalog.options import resolve, validate_definition
 from apps.catalog.services import (
-    DEFAULT_CATALOG,
     CatalogFileError,
+    default_catalog,
     is_launchable,
     launchable_versions,
     load_catalog,
@@ -35,10 +35,9 @@ def test_it_loads_idempotently():
 
 def test_it_updates_changed_versions_and_never_deletes_missing_ones(tmp_path):
     load_catalog()
-    data = json.loads(DEFAULT_CATALOG.read_text())
-    demo = next(p for p in data["products"] if p["name"] == "demo")
+    demo = next(p for p in default_catalog() if p["name"] == "demo")
     demo["versions"][0]["description"] = "changed"
-    data["products"] = [demo]
+    data = {"products": [demo]}
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(data))
     report = load_catalog(path)
@@ -48,7 +47,7 @@ def test_it_updates_changed_versions_and_never_deletes_missing_ones(tmp_path):
 
 
 def test_it_loads_nothing_when_one_version_is_broken(tmp_path):
-    data = json.loads(DEFAULT_CATALOG.read_text())
+    data = {"products": default_catalog()}
     data["products"][-1]["versions"][0]["disk_kind"] = "tape"
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(data))
@@ -117,3 +116,25 @@ def test_it_names_the_file_problem_in_the_command(tmp_path):
     path.write_text("{not json")
     with pytest.raises(CommandError, match="cannot read catalog"):
         call_command("load_catalog", str(path))
+
+
+def test_the_shipped_catalog_is_every_products_slice_and_the_sites_own_file(tmp_path, monkeypatch):
+    from apps.catalog import services
+    from apps.products import registry
+
+    products = {p["name"]: p for p in default_catalog()}
+    # MongoDB's FerretDB version comes from its product folder, 7.0 from the site's file.
+    assert [v["version"] for v in products["mongodb"]["versions"]] == ["ferretdb-1.24", "7.0"]
+    assert products["mongodb"]["title"]  # given once, in the FerretDB slice
+
+    # A version given twice is refused, naming both files; so is a product told apart twice.
+    site = tmp_path / "site.json"
+    site.write_text(json.dumps({"products": [{"name": "kafka", "versions": [{"version": "4.3"}]}]}))
+    monkeypatch.setattr(services, "SITE_CATALOG", site)
+    with pytest.raises(CatalogFileError) as caught:
+        default_catalog()
+    slice_path = registry.HOME / "kafka" / "catalog.json"
+    assert str(caught.value) == f"{site}: kafka 4.3 is also in {slice_path}"
+    site.write_text(json.dumps({"products": [{"name": "kafka", "title": "Kafka!"}]}))
+    with pytest.raises(CatalogFileError, match=r"product kafka's title differs from another"):
+        default_catalog()

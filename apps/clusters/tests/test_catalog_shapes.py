@@ -47,14 +47,11 @@ def _bound(role: dict, prop: str, end: str) -> int:
 
 
 def catalog_shapes() -> list[tuple[str, str, str]]:
-    import json
+    from apps.catalog.services import default_catalog
 
-    from apps.catalog.services import DEFAULT_CATALOG
-
-    data = json.loads(DEFAULT_CATALOG.read_text())
     return [
         (product["name"], version["version"], end)
-        for product in data["products"]
+        for product in default_catalog()
         for version in product["versions"]
         for end in ("min", "default", "max")
     ]

@@ -14,7 +14,7 @@ from apps.jobs.services import JobRequest, Upload
 
 pytestmark = pytest.mark.django_db
 
-# The web UI ports of the catalog's Spark and Hadoop versions (fixtures/catalog.json).
+# The web UI ports of the catalog's Spark and Hadoop versions (apps/products/*/catalog.json).
 UI_PORTS = {
     "spark": [
         {"role": "master", "port": 8080, "name": "Spark master web UI", "ui": True},

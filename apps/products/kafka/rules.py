@@ -5,7 +5,7 @@ from typing import Any
 
 from ..base import Member
 
-# The catalog's roles (fixtures/catalog.json, "kafka"): combined broker + quorum voter, and
+# The catalog's roles (apps/products/kafka/catalog.json): combined broker + quorum voter, and
 # broker only. kafka-start gives them these node ids; keep the two in step.
 CONTROLLER = "controller"
 BROKER = "broker"

@@ -73,3 +73,14 @@ def test_a_plugin_that_names_its_roles_resizes_them():
 
     assert Own().resize_refusal(ResizeAsk("worker", 3, 2, stateful=True)) is None
     assert Own().resizable_roles({"master": True, "worker": True}) == ["worker"]
+
+
+@pytest.mark.parametrize("name", registry.PRODUCTS)
+def test_each_products_slice_of_the_catalog_holds_only_its_own_plugins_versions(name):
+    import json
+
+    path = registry.HOME / name / "catalog.json"
+    assert path in registry.catalog_slices()
+    versions = [v for p in json.loads(path.read_text())["products"] for v in p["versions"]]
+    assert versions and {v["plugin"] for v in versions} == {name}
+    assert registry.get(name).name == name

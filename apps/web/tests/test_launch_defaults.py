@@ -15,12 +15,9 @@ pytestmark = pytest.mark.django_db
 
 
 def catalog_versions() -> list[tuple[str, str]]:
-    import json
+    from apps.catalog.services import default_catalog
 
-    from apps.catalog.services import DEFAULT_CATALOG
-
-    data = json.loads(DEFAULT_CATALOG.read_text())
-    return [(p["name"], v["version"]) for p in data["products"] for v in p["versions"]]
+    return [(p["name"], v["version"]) for p in default_catalog() for v in p["versions"]]
 
 
 @pytest.mark.parametrize(("product", "version"), catalog_versions())
