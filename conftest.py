@@ -13,6 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 BASE_DIR = Path(__file__).resolve().parent
+# Helper modules the tests import: their asserts report as a test's own do.
+pytest.register_assert_rewrite("workers.tests.fake_launch", "workers.tests.lab_products")
 
 # Test tiers: a test is marked by the fixtures it asks for (directly or through another
 # fixture), never by hand, so `./platter test --fast` (-m "not lab and not worker and not
@@ -61,6 +63,33 @@ def bob(db):
 @pytest.fixture
 def admin_user(db):
     return get_user_model().objects.create_superuser("admin", "admin@example.org", "admin-pass-123")
+
+
+# Fake nodes (apps/nodes/fake.py) and an inventory for them: the resize and notebook tests of
+# the workers and of each product (apps/products/*/tests); workers/tests/fake_launch.py
+# launches clusters on them. A test folder with a `pool` or `catalog` of its own keeps it.
+@pytest.fixture
+def fake_nodes():
+    from apps.nodes.fake import FakeNodes
+
+    with FakeNodes() as fake:
+        yield fake
+
+
+@pytest.fixture
+def pool(db):
+    """Three nodes of 4 HDDs and 4 SSDs on a network."""
+    from apps.clusters.tests.factories import make_network, make_node
+
+    make_network()
+    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
+
+
+@pytest.fixture
+def catalog(db):
+    from django.core.management import call_command
+
+    call_command("load_catalog", verbosity=0)
 
 
 @pytest.fixture

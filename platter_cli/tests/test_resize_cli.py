@@ -11,7 +11,7 @@ from apps.clusters.tests.factories import make_network, make_node
 from apps.inventory.models import Disk
 from apps.nodes.fake import FakeNodes
 from workers import operations
-from workers.tests.test_resize import running
+from workers.tests.fake_launch import running
 
 from .conftest import PLATTER, user_environment
 

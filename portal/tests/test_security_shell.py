@@ -44,9 +44,6 @@ AUDITED_SCRIPTS = {
     ("apps/jobs/commands.py", "outputs"): "the output path shlex-quoted as one argument",
     # Resize: addresses and hostnames from the database (ours), shlex-quoted or shlex.join-ed.
     ("workers/resize.py", "_add_hosts"): "database addresses and hostnames, quoted",
-    ("apps/products/hadoop/decommission.py", "set_excluded"): (
-        "database addresses and hostnames, shlex.join"
-    ),
     # The bench's Hadoop commands: its own constants and numbers, run in its own cluster.
     ("bench/terasort.py", "hadoop"): "the bench's constants",
     ("bench/terasort.py", "hadoop_output"): "the bench's constants",

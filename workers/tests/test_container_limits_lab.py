@@ -9,7 +9,7 @@ from django.conf import settings
 
 from apps.clusters.models import Cluster, ClusterEvent
 from apps.nodes import engine
-from workers.tests.test_products import launch_default
+from workers.tests.lab_products import launch_default
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

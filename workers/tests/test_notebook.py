@@ -13,7 +13,7 @@ from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.clusters.quotas import QuotaExceeded
 from apps.inventory.models import Disk
 from workers import operations, reconciler
-from workers.tests.test_resize import running
+from workers.tests.fake_launch import running
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State

@@ -22,7 +22,7 @@ S = Cluster.State
 
 @pytest.fixture
 def pool():
-    """As workers/tests/conftest.py's, on a network with a portal address and a parent."""
+    """As conftest.py's, on a network with a portal address and a parent."""
     network = make_network()
     network.portal_source, network.parent = "10.9.255.253", "eth1"
     network.save()

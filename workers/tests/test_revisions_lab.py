@@ -12,7 +12,7 @@ from apps.clusters import services
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.tests.waiting import wait_for
 from apps.nodes import engine
-from workers.tests.test_products import READY_SECONDS, launch_default
+from workers.tests.lab_products import READY_SECONDS, launch_default
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State

@@ -10,7 +10,7 @@ import pytest
 
 from apps.accounts import ssh
 from apps.clusters import access
-from workers.tests.test_products import destroy_and_check, instance, launch_default
+from workers.tests.lab_products import destroy_and_check, instance, launch_default
 
 from .keys import ed25519_pair
 

@@ -157,7 +157,7 @@ def test_demo_logs_through_the_api_and_the_web_on_every_node(
 def test_the_spark_master_log_shows_its_workers_registering(
     dispatching, lab_cleanup, live_server, alice
 ):
-    from workers.tests.test_products import READY_SECONDS, launch_default
+    from workers.tests.lab_products import READY_SECONDS, launch_default
 
     cluster = launch_default(alice, "spark", "spark-logs")
     http = user_session(alice)

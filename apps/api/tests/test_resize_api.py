@@ -4,7 +4,7 @@ import pytest
 
 from apps.clusters.models import Cluster
 from apps.nodes.fake import FakeNodes
-from workers.tests.test_resize import running
+from workers.tests.fake_launch import running
 
 from .conftest import PERSONAS
 

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from apps.jobs import services
 from apps.jobs.models import Job
 from apps.tokens.services import issue_token
-from workers.tests.test_products import attempt, destroy_and_check, instance, launch_default
+from workers.tests.lab_products import attempt, destroy_and_check, instance, launch_default
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.lab]
 JOB_SECONDS = 300

@@ -15,7 +15,7 @@ from apps.clusters.models import Cluster, Instance
 from apps.nodes import engine
 from apps.proxy.tests.upstream import open_ui
 from apps.web.tests.browsing import sign_in
-from workers.tests.test_products import instance, launch_default
+from workers.tests.lab_products import instance, launch_default
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

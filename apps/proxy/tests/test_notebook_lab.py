@@ -33,7 +33,7 @@ from apps.proxy.tests.test_lab import assert_host_reaches
 from conftest import _database_url
 from portal.tests.test_streams_server import session_of
 from workers import reconciler
-from workers.tests.test_products import READY_SECONDS, instance
+from workers.tests.lab_products import READY_SECONDS, instance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State

@@ -11,7 +11,7 @@ from apps.clusters.models import Cluster
 from apps.clusters.tests.factories import make_network, make_node
 from apps.nodes.fake import FakeNodes
 from apps.products.registry import plugin_for
-from workers.tests.test_resize import running, version
+from workers.tests.fake_launch import running, version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 JOBS_SECTION = 'hx-get="/clusters/{id}/jobs"'

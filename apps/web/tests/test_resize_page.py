@@ -6,7 +6,7 @@ import pytest
 from apps.clusters.models import Cluster
 from apps.clusters.tests.factories import make_network, make_node
 from apps.nodes.fake import FakeNodes
-from workers.tests.test_resize import running
+from workers.tests.fake_launch import running
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

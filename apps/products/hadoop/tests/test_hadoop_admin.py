@@ -1,7 +1,7 @@
 """The Hadoop image's admin command (deploy/images/hadoop/rootfs/opt/platter/bin/
 hadoop-admin) run as the master runs it, over a configuration folder of its own, with `hdfs`
 and `yarn` stand-ins that record how they were asked. On a real cluster:
-workers/tests/test_resize_lab.py."""
+test_hadoop_lab.py."""
 
 import json
 import os

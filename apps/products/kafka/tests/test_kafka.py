@@ -9,7 +9,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from django.core.management import call_command
 
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import resolve
@@ -18,7 +17,6 @@ from apps.clusters.connection import connection_details
 from apps.clusters.container_specs import container_name
 from apps.clusters.models import Cluster, Instance
 from apps.clusters.reservation import reserve
-from apps.clusters.tests.factories import make_network, make_node
 from apps.nodes.fake import FakeNodes
 from apps.products.base import Member, ResizeFailed, answer_of
 from apps.products.kafka.plugin import KafkaPlugin
@@ -30,23 +28,6 @@ S = Cluster.State
 ADMIN_SCRIPT = (
     Path(__file__).resolve().parents[4] / "deploy/images/kafka/rootfs/opt/platter/bin/kafka-admin"
 )
-
-
-@pytest.fixture
-def fake_nodes():
-    with FakeNodes() as fake:
-        yield fake
-
-
-@pytest.fixture
-def pool(db):
-    make_network()
-    return [make_node(disks={"hdd": 4, "ssd": 4}) for _ in range(3)]
-
-
-@pytest.fixture
-def catalog(db):
-    call_command("load_catalog", verbosity=0)
 
 
 def kafka_version() -> ProductVersion:
