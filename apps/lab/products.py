@@ -15,8 +15,9 @@ from collections.abc import Callable
 from django.conf import settings
 
 from apps import nodes
-from apps.catalog import product_images
-from apps.catalog.product_images.build import (
+from apps.nodes import parallel
+from apps.products import images as product_images
+from apps.products.images.build import (
     BuildError,
     Staged,
     base_rootfs,
@@ -25,7 +26,6 @@ from apps.catalog.product_images.build import (
     ensure_copied,
     stage,
 )
-from apps.nodes import parallel
 
 from .daemons import local_endpoint, local_node
 from .nodes import LabNode

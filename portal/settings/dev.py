@@ -31,7 +31,7 @@ LAB_ADDRESS_SLOT = envint("PLATTER_LAB_ADDRESS_SLOT", 0)
 LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", LAB_PLACE.segments_subnet)
 LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
-# Product images `lab up` builds on every node (apps/catalog/product_images); "" for none.
+# Product images `lab up` builds on every node (apps/products/images); "" for none.
 LAB_PRODUCTS = envlist(
     "PLATTER_LAB_PRODUCTS", ["spark", "hadoop", "cassandra", "ferretdb", "kafka"]
 )

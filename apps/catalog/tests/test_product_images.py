@@ -8,11 +8,11 @@ import pytest
 from django.conf import settings
 
 from apps import nodes
-from apps.catalog.product_images import recipe as recipe_module
-from apps.catalog.product_images.build import BuildError, ensure_built, ensure_copied, stage
-from apps.catalog.product_images.recipe import Recipe
 from apps.inventory.models import Node
 from apps.nodes import engine
+from apps.products.images import recipe as recipe_module
+from apps.products.images.build import BuildError, ensure_built, ensure_copied, stage
+from apps.products.images.recipe import Recipe
 from workers import reconciler
 
 pytestmark = pytest.mark.django_db

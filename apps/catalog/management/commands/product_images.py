@@ -17,17 +17,17 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.catalog import product_images
-from apps.catalog.product_images.build import (
+from apps.nodes import NodeError, client
+from apps.nodes.engine import Address
+from apps.products import images as product_images
+from apps.products.images.build import (
     BuildError,
     base_reference,
     ensure_built,
     stage,
 )
-from apps.catalog.product_images.recipe import IMAGES_DIR
-from apps.catalog.product_images.sources import FetchError
-from apps.nodes import NodeError, client
-from apps.nodes.engine import Address
+from apps.products.images.recipe import IMAGES_DIR
+from apps.products.images.sources import FetchError
 
 
 class Command(BaseCommand):

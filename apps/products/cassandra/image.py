@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .recipe import Recipe
-from .sources import FetchError, maven_jars, pypi_file, unpack
+from ..images.recipe import Recipe
+from ..images.sources import FetchError, maven_jars, pypi_file, unpack
 
 CASSANDRA = "org.apache.cassandra:cassandra-all:5.0.9"
 DIST_PACKAGES = "usr/lib/python3/dist-packages"

@@ -16,7 +16,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .sources import FetchError
+from ..images.sources import FetchError
 
 LOCK = Path(__file__).with_name("jupyter.lock")
 PYTHON = "3.11"  # Debian 12's python3, which runs pyspark in the image

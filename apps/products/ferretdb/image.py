@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from .recipe import Recipe
-from .sources import GO_PROXY, FetchError, download, go_toolchain, pypi_file, unpack
+from ..images.recipe import Recipe
+from ..images.sources import GO_PROXY, FetchError, download, go_toolchain, pypi_file, unpack
 
 MODULE = "github.com/FerretDB/FerretDB"
 VERSION = "1.24.0"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .recipe import Recipe
-from .sources import FetchError, maven_jars
+from ..images.recipe import Recipe
+from ..images.sources import FetchError, maven_jars
 
 VERSION = "3.4.2"
 ARTIFACTS = [

@@ -18,9 +18,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ..images.recipe import Recipe
+from ..images.sources import pypi_file, unpack
 from .jupyter_wheels import LOCK, fetch_wheels, install_wheels, pins
-from .recipe import Recipe
-from .sources import pypi_file, unpack
 
 VERSION = "4.3.0"
 PY4J = "0.10.9.9"  # the py4j pyspark 4.3.0 pins (py4j<0.10.9.10) and ships as a src zip
