@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from .models import Product, ProductRevision, ProductVersion
+from .models import ImagePreparation, Product, ProductRevision, ProductVersion
 from .options import describe
 from .revisions import current_revision, revision_diff
 
@@ -183,3 +183,18 @@ class ProductRevisionAdmin(admin.ModelAdmin):
     def changes(self, obj: ProductRevision) -> str:
         previous = obj.version.revisions.filter(number__lt=obj.number).order_by("-number").first()
         return _diff_html(previous, obj)
+
+
+@admin.register(ImagePreparation)
+class ImagePreparationAdmin(admin.ModelAdmin):
+    """Where each product image's preparation stands (`lab images`, ./platter run): read only,
+    as the preparation writes it."""
+
+    list_display = ("image", "state", "nodes_ready", "nodes_total", "step", "updated")
+    list_filter = ("state",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

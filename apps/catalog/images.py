@@ -8,9 +8,13 @@ name gets that prefix, so the lab and production differ only there. Other images
 
 from __future__ import annotations
 
-from django.conf import settings
+from datetime import timedelta
 
-from .models import ProductVersion
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .models import ImagePreparation, ProductVersion
 
 OWN_IMAGES = "platter/"
 
@@ -57,7 +61,105 @@ def missing_images(version: ProductVersion, held: set[str] | None = None) -> lis
     return [image for image in version_images(version) if image not in held]
 
 
+def unavailable_images(version: ProductVersion, held: set[str] | None = None) -> list[str]:
+    """The version's images on no node and not being prepared: a launch would be refused."""
+    missing = missing_images(version, held)
+    preparing = {p.image for p in being_prepared(missing)}
+    return [image for image in missing if image not in preparing]
+
+
 def require_images(version: ProductVersion) -> None:
-    missing = missing_images(version)
+    """ImageUnavailable when a version's image is on no node and none is being prepared (a
+    launch of one being prepared queues until it is ready: waiting_for_images)."""
+    missing = unavailable_images(version)
     if missing:
         raise ImageUnavailable(missing)
+
+
+# ------------------------------------------------------------------ images being prepared
+
+
+# A preparation that said nothing for this long died with its process (a `kill -9`, a lost
+# machine): launches stop waiting for it. Its longest silent step, a build, takes minutes.
+PREPARATION_SILENT_FOR = timedelta(minutes=20)
+
+
+def _under_way() -> QuerySet[ImagePreparation]:
+    return ImagePreparation.objects.filter(
+        state=ImagePreparation.State.PREPARING,
+        updated__gte=timezone.now() - PREPARATION_SILENT_FOR,
+    )
+
+
+def being_prepared(images: list[str]) -> list[ImagePreparation]:
+    """The preparations under way of these images."""
+    if not images:
+        return []
+    return list(_under_way().filter(image__in=images).order_by("image"))
+
+
+def preparation_words(preparation: ImagePreparation) -> str:
+    """What a user reads: "being prepared: 2 of 4 nodes (copying to the others)"."""
+    words = "being prepared"
+    if preparation.nodes_total:
+        words += f": {preparation.nodes_ready} of {preparation.nodes_total} nodes"
+    return f"{words} ({preparation.step})" if preparation.step else words
+
+
+def any_prepared_lately() -> bool:
+    """Whether an image is being prepared or failed to be (the admission queue's first
+    question: nearly always no, in one small query)."""
+    return ImagePreparation.objects.exclude(state=ImagePreparation.State.READY).exists()
+
+
+def waiting_for_images(version: ProductVersion) -> str | None:
+    """Why a queued cluster of this version (a cluster's definition) must wait for its
+    image, or None: the portal answered before the image was on the nodes."""
+    preparing = being_prepared(version_images(version))
+    if not preparing:
+        return None
+    return "; ".join(f"image {p.image} is {preparation_words(p)}" for p in preparing)
+
+
+def preparation_failure(version: ProductVersion) -> str | None:
+    """Why a queued cluster of this version can never start: an image on no node whose
+    preparation failed (its reason), or None."""
+    missing = missing_images(version)
+    if not missing:
+        return None
+    failed = ImagePreparation.objects.filter(
+        state=ImagePreparation.State.FAILED, image__in=missing
+    ).order_by("image")
+    reasons = [f"image {p.image} could not be prepared ({p.step})" for p in failed]
+    return "; ".join(reasons) or None
+
+
+def start_preparing(images: list[str], nodes_total: int) -> None:
+    """A preparation of these images begins (or begins again): launches of their versions
+    queue from now until each is marked ready or failed."""
+    for image in images:
+        ImagePreparation.objects.update_or_create(
+            image=image,
+            defaults={
+                "state": ImagePreparation.State.PREPARING,
+                "step": "waiting for its turn",
+                "nodes_ready": 0,
+                "nodes_total": nodes_total,
+            },
+        )
+
+
+def preparation_step(image: str, step: str, nodes_ready: int | None = None) -> None:
+    changes: dict = {"step": step[:300]}
+    if nodes_ready is not None:
+        changes["nodes_ready"] = nodes_ready
+    ImagePreparation.objects.filter(image=image, state=ImagePreparation.State.PREPARING).update(
+        **changes
+    )
+
+
+def preparation_ended(image: str, error: str = "") -> None:
+    """Ready (on the nodes) or failed with the reason; either way the launches queued for it
+    go on: the queue is woken, and a version whose image is on no node is refused as before."""
+    state = ImagePreparation.State.FAILED if error else ImagePreparation.State.READY
+    ImagePreparation.objects.filter(image=image).update(state=state, step=error[:300])

@@ -105,3 +105,25 @@ class ProductRevision(models.Model):
         if not self._state.adding:
             raise ValueError(f"{self} is immutable: edit the version to make a new revision")
         super().save(*args, **kwargs)
+
+
+class ImagePreparation(models.Model):
+    """A product image being put on the nodes (built, copied or pulled) while the portal already
+    answers: `./platter run` prepares the product images behind the portal (apps/lab/products.py).
+    A launch of a version whose image is being prepared queues with the step as its reason
+    and starts once the image is on the nodes (apps/catalog/images.py: waiting_for_images)."""
+
+    class State(models.TextChoices):
+        PREPARING = "preparing"
+        READY = "ready"
+        FAILED = "failed"
+
+    image = models.CharField(max_length=300, unique=True)  # as the nodes name it
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PREPARING)
+    step = models.CharField(max_length=300, blank=True)  # "building on lab-1", the error...
+    nodes_ready = models.PositiveIntegerField(default=0)
+    nodes_total = models.PositiveIntegerField(default=0)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.image}: {self.state}"

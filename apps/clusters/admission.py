@@ -5,6 +5,7 @@ import logging
 from django.conf import settings
 from django.db.models import F
 
+from apps.catalog.images import any_prepared_lately, preparation_failure, waiting_for_images
 from apps.tasks import bus
 
 from . import backfill, placement
@@ -155,6 +156,23 @@ def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
     return _reserve_or_fail(cluster_id)
 
 
+FAILED = "failed: "
+
+
+def _image_being_prepared(cluster_id: int) -> str | None:
+    """Why the cluster waits for its image (apps/catalog/images.py), FAILED and why when it
+    never can (its image's preparation failed and no node has it), or None. One small query
+    when no image is being prepared or failed, as nearly always."""
+    if not any_prepared_lately():
+        return None
+    cluster = Cluster.objects.filter(id=cluster_id).select_related("version", "revision").first()
+    if cluster is None:
+        return None
+    if failure := preparation_failure(cluster.definition):
+        return FAILED + failure
+    return waiting_for_images(cluster.definition)
+
+
 def _queued_ahead(cluster_id: int) -> bool:
     order = queue_order()
     return cluster_id in order and order.index(cluster_id) > 0
@@ -163,8 +181,15 @@ def _queued_ahead(cluster_id: int) -> bool:
 def _reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
     """reserve(), except that an unexpected error (a bug, a shape the planner mishandles)
     fails this one cluster with the reason, gives back anything it held and returns None,
-    instead of stopping the queue or whoever released capacity (a destroy) with it."""
+    instead of stopping the queue or whoever released capacity (a destroy) with it. A cluster
+    whose image is still being prepared waits for it, holding no one back (cause "image")."""
     try:
+        if waiting := _image_being_prepared(cluster_id):
+            if waiting.startswith(FAILED):
+                fail(cluster_id, Cluster.State.QUEUED, waiting.removeprefix(FAILED))
+                return None
+            _wait(cluster_id, waiting)
+            return Rejection(cluster_id, "image", waiting)
         return reserve(cluster_id)
     except Exception as error:  # any bug: this cluster fails, not the queue
         log.exception("reserving cluster %s failed", cluster_id)

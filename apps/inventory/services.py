@@ -80,6 +80,17 @@ def _capacity_freed() -> None:
     capacity_back.send(sender=Node)
 
 
+def record_images(node_name: str, images: list[str]) -> None:
+    """The images a node holds now (an image preparation landed some; the reconciler's checks
+    record them too)."""
+    Node.objects.filter(name=node_name).update(images=sorted(images))
+
+
+def wake_queue() -> None:
+    """Images landed on the nodes: clusters that waited for them may go on."""
+    _capacity_freed()
+
+
 @transaction.atomic
 def record_health_check(
     node_id: int, *, error: str = "", images: list[str] | None = None

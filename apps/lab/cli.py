@@ -86,16 +86,19 @@ class Stack:
         self.cleanups.append(lambda: stop_staging(child))
         return child
 
-    def lab(self) -> None:
+    def lab(self, product_images: bool = True) -> None:
+        """The lab up (reused when it runs); without `product_images`, only what the demo
+        needs: `./platter run` prepares the products behind the portal (prepare_images)."""
         manage("migrate", "--no-input", "-v", "0")
+        up = ["lab", "up"] + ([] if product_images else ["--without-product-images"])
         if lab_is_up():
             step("lab already up: reusing it")
-            manage("lab", "up")  # re-registers the nodes in case the database is new
+            manage(*up)  # re-registers the nodes in case the database is new
             return
         step("bringing up the lab of nodes")
         # Registered first: whatever an interrupted or failed `up` leaves, `down` removes.
         self.cleanups.append(lambda: manage("lab", "down", check=False))
-        manage("lab", "up")
+        manage(*up)
 
     def close(self) -> None:
         while self.cleanups:
@@ -127,8 +130,12 @@ def staged_images(child: subprocess.Popen[bytes]) -> None:
 
 
 def run(stack: Stack) -> int:
+    """The portal answers first (the lab with what the demo needs, demo data, web, workers,
+    beat), then the product images are prepared behind it (`manage.py lab images`): the
+    catalog shows each version's image being prepared, and a launch of one queues until its
+    image is on the nodes."""
     stack.services()
-    stack.lab()
+    stack.lab(product_images=False)
     step("demo data")
     manage("seed_demo")
     manage("collectstatic", "--no-input", "-v", "0")
@@ -140,6 +147,7 @@ def run(stack: Stack) -> int:
     # Each in a process group of its own, so Ctrl-C reaches only this process, which stops
     # them in order: the web server (no new requests), beat (no new periodic tasks), then the
     # workers, which finish the tasks they hold.
+    images: subprocess.Popen[bytes] | None = None
     children = {"web": devservers.start_web(WEB_ADDRESS, env)}
     for name, command in worker_commands().items():
         children[name] = subprocess.Popen(command, cwd=BASE_DIR, env=env, start_new_session=True)
@@ -151,12 +159,19 @@ def run(stack: Stack) -> int:
     )
     try:
         devservers.wait_for_web(WEB_ADDRESS, children["web"])
+        # Its own process group too; its end (done, or failed with the reasons in the
+        # catalog) is no reason to stop the portal.
+        images = subprocess.Popen(
+            [PYTHON, "manage.py", "lab", "images"], cwd=BASE_DIR, env=env, start_new_session=True
+        )
         print(
             "\n"
             f"  Platter is running at  http://{WEB_ADDRESS}/\n"
             f"  Admin site:            http://{WEB_ADDRESS}/admin/\n"
             "  Logins:                admin / admin-platter   (administrator)\n"
             "                         demo  / demo-platter    (a user with a quota)\n"
+            "  Product images:        prepared behind the portal (the catalog shows how far;\n"
+            "                         a launch of a version not ready yet queues until it is)\n"
             "  Press Ctrl-C to stop everything started here.\n",
             flush=True,
         )
@@ -173,6 +188,8 @@ def run(stack: Stack) -> int:
         return 0
     finally:
         with interrupts_ignored():
+            if images is not None:  # first: it builds on the nodes the lab keeps
+                stop_staging(images)
             for name in ("web", "beat"):
                 devservers.stop_process(children.pop(name))
             # The workers all at once: each finishes the tasks it holds (up to 30 s).

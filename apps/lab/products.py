@@ -9,13 +9,16 @@ up, and the catalog says that version's image is on no node.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
 from django.conf import settings
 
 from apps import nodes
-from apps.nodes import parallel
+from apps.catalog import images as catalog_images
+from apps.inventory.services import record_images, wake_queue
+from apps.nodes import NodeError, parallel
 from apps.products import images as product_images
 from apps.products.images.build import (
     BuildError,
@@ -57,10 +60,24 @@ def stage_product_images(log: Callable[[str], None] = print) -> list[tuple[Stage
     return staged
 
 
-def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = print) -> None:
+class Progress:
+    """Where a preparation stands, told as it goes (the default tells no one: `lab up`)."""
+
+    def step(self, images: list[str], words: str, nodes_ready: int | None = None) -> None:
+        pass
+
+    def landed(self, nodes: list[LabNode]) -> None:
+        """These nodes hold new images now."""
+
+
+def ensure_product_images(
+    nodes: list[LabNode], log: Callable[[str], None] = print, progress: Progress | None = None
+) -> None:
+    progress = progress or Progress()
     staged = stage_product_images(log)
     if not staged:
         return
+    references = [item.reference for item, _ in staged]
 
     def build_on(node: LabNode) -> list[str]:
         base = ensure_base(local_node(node, timeout=BUILD_TIMEOUT), cache_dir())
@@ -96,14 +113,67 @@ def ensure_product_images(nodes: list[LabNode], log: Callable[[str], None] = pri
     # on a small machine, while a copy only moves the layers.
     started = time.monotonic()
     source = local_node(nodes[0], timeout=BUILD_TIMEOUT)
-    for verb, group, work in (("built", nodes[:1], build_on), ("copied", nodes[1:], copy_to)):
-        for node, outcome in zip(group, parallel(work, group), strict=True):
+    steps = (
+        ("built", nodes[:1], build_on, f"building on {nodes[0].name}", 0),
+        ("copied", nodes[1:], copy_to, "copying to the other nodes", 1),
+    )
+    for verb, group, work, words, ready in steps:
+        if not group:
+            continue
+        progress.step(references, words, ready)
+        outcomes = parallel(work, group)
+        progress.landed(group)
+        for node, outcome in zip(group, outcomes, strict=True):
             if isinstance(outcome, Exception):
                 log(f"{node.name}: product images NOT {verb}: {outcome}")
             else:
                 what = ", ".join(outcome) if outcome else "all up to date"
                 took = time.monotonic() - started
                 log(f"{node.name}: product images {verb}: {what} ({took:.0f} s)")
+
+
+class Recorded(Progress):
+    """A preparation behind a running portal: each image's step in the catalog
+    (ImagePreparation), the nodes' images in the inventory as they land, and the admission
+    queue woken so that launches waiting for an image go on."""
+
+    def step(self, images: list[str], words: str, nodes_ready: int | None = None) -> None:
+        for image in images:
+            catalog_images.preparation_step(image, words, nodes_ready)
+
+    def landed(self, nodes: list[LabNode]) -> None:
+        for node in nodes:
+            record_images(node.name, node_images(node))
+
+
+def prepare_product_images(nodes: list[LabNode], log: Callable[[str], None] = print) -> None:
+    """The product images put on the lab's nodes behind a portal that already answers
+    (`./platter run`): the images some node lacks are marked as being prepared, so a launch
+    of their versions queues with the step as its reason; each ends ready, or failed with
+    the reason when it is on no node at the end (or the preparation was interrupted)."""
+    wanted = [recipe.reference for recipe in product_images.recipes(tuple(settings.LAB_PRODUCTS))]
+    held = [set(node_images(node)) for node in nodes]
+    absent = [image for image in wanted if any(image not in h for h in held)]
+    if not absent:
+        log("product images: on every node already" if wanted else "product images: none asked")
+        return
+    catalog_images.start_preparing(absent, len(nodes))
+    outcome = "interrupted before the image was on the nodes"
+    try:
+        ensure_product_images(nodes, log, Recorded())
+        outcome = ""
+    finally:
+        on_some: set[str] = set()
+        for node in nodes:
+            # (a node stopped meanwhile: its images count as absent)
+            with contextlib.suppress(NodeError):
+                on_some |= set(node_images(node))
+        for image in absent:
+            missing = image not in on_some
+            catalog_images.preparation_ended(
+                image, (outcome or "it could not be built: see the lab's log") if missing else ""
+            )
+        wake_queue()
 
 
 def node_images(node: LabNode) -> list[str]:

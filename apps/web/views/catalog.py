@@ -5,7 +5,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from apps.accounts.requests import signed_in_user
-from apps.catalog.images import ImageUnavailable, images_on_nodes, missing_images
+from apps.catalog.images import (
+    ImageUnavailable,
+    images_on_nodes,
+    unavailable_images,
+    waiting_for_images,
+)
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
@@ -22,7 +27,9 @@ def catalog(request: HttpRequest) -> HttpResponse:
     products: dict = {}
     held = images_on_nodes()
     for version in launchable_versions().order_by("product__name", "-version"):
-        version.missing_images = missing_images(version, held)  # type: ignore[attr-defined]  # for the template
+        # For the template: a refused launch, or one that waits for its image.
+        version.missing_images = unavailable_images(version, held)  # type: ignore[attr-defined]
+        version.preparing = waiting_for_images(version)  # type: ignore[attr-defined]
         products.setdefault(version.product, []).append(version)
     return render(request, "web/catalog.html", {"products": products.items()})
 
@@ -80,7 +87,10 @@ def launch_preview(request: HttpRequest, product: str, version: str) -> HttpResp
 
 def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     # An unbound form previews the defaults; a bound one whatever fields are valid so far.
-    missing = {"missing_images": missing_images(form.version)}
+    missing = {
+        "missing_images": unavailable_images(form.version),
+        "preparing": waiting_for_images(form.version),
+    }
     errors: dict[str, str] = {}
     if form.is_bound:
         form.is_valid()
