@@ -29,6 +29,7 @@ from apps.products.images.build import (
     ensure_copied,
     stage,
 )
+from apps.products.images.recipe import Recipe
 
 from .daemons import local_endpoint, local_node
 from .nodes import LabNode
@@ -40,11 +41,17 @@ def cache_dir():
     return settings.STATE_DIR / "cache" / "images"
 
 
+def lab_recipes() -> list[Recipe]:
+    """The recipes of the images the lab puts on its nodes (settings.LAB_PRODUCTS)."""
+    names = tuple(settings.LAB_PRODUCTS)
+    return product_images.recipes(product_images.PRODUCTS if names == ("*",) else names)
+
+
 def stage_product_images(log: Callable[[str], None] = print) -> list[tuple[Staged, bool]]:
     """Every product's build context and the JVM base's root file system, in the cache:
     downloads and packing, no node needed (`./platter test` runs this beside its fast tier).
     Returns (staged context, built on the base) for each product that could be staged."""
-    recipes = product_images.recipes(tuple(settings.LAB_PRODUCTS))
+    recipes = lab_recipes()
     if not recipes:
         return []
     started = time.monotonic()
@@ -151,7 +158,7 @@ def prepare_product_images(nodes: list[LabNode], log: Callable[[str], None] = pr
     (`./platter run`): the images some node lacks are marked as being prepared, so a launch
     of their versions queues with the step as its reason; each ends ready, or failed with
     the reason when it is on no node at the end (or the preparation was interrupted)."""
-    wanted = [recipe.reference for recipe in product_images.recipes(tuple(settings.LAB_PRODUCTS))]
+    wanted = [recipe.reference for recipe in lab_recipes()]
     held = [set(node_images(node)) for node in nodes]
     absent = [image for image in wanted if any(image not in h for h in held)]
     if not absent:
