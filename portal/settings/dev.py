@@ -32,7 +32,7 @@ LAB_SEGMENTS_SUBNET = envstr("PLATTER_LAB_SEGMENTS_SUBNET", LAB_PLACE.segments_s
 LAB_SEGMENTS_PER_SLOT = envint("PLATTER_LAB_SEGMENTS_PER_SLOT", 8)
 LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # Product images `lab up` builds on every node: "*" is every product with an image recipe
-# (apps/products/images.PRODUCTS, from the registry); "" for none; or a list of names.
+# (PRODUCTS in apps/products/images/, from the registry); "" for none; or a list of names.
 LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["*"])
 # The lab's fio image: the host's fio and its libraries on top of the base image.
 LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
