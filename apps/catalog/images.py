@@ -134,7 +134,9 @@ def preparation_failure(version: ProductVersion) -> str | None:
     return "; ".join(reasons) or None
 
 
-def start_preparing(images: list[str], nodes_total: int) -> None:
+def start_preparing(
+    images: list[str], nodes_total: int, step: str = "fetching and packing its sources"
+) -> None:
     """A preparation of these images begins (or begins again): launches of their versions
     queue from now until each is marked ready or failed."""
     for image in images:
@@ -142,7 +144,7 @@ def start_preparing(images: list[str], nodes_total: int) -> None:
             image=image,
             defaults={
                 "state": ImagePreparation.State.PREPARING,
-                "step": "waiting for its turn",
+                "step": step,
                 "nodes_ready": 0,
                 "nodes_total": nodes_total,
             },
