@@ -42,6 +42,9 @@ class ResizeFailed(Exception):
     user reads (the cluster runs on as it was)."""
 
 
+COMMAND_NOT_FOUND = 127  # the shell's exit status for a command the container does not have
+
+
 def answer_of(output: str, command: str) -> Any:
     """An admin command's JSON answer (``/opt/platter/bin/<product>-admin``, in each image):
     its last line that is JSON (a JVM or a Python library may have warned before it)."""
@@ -59,6 +62,12 @@ def admin(op: Operator, on: Member, command: list[str], timeout: int = 120) -> A
     ResizeFailed in the command's own words when it refuses or fails (exit status not 0, or
     an answer {"error": ...})."""
     code, output = op.exec(on, command, timeout)
+    if code == COMMAND_NOT_FOUND:
+        raise ResizeFailed(
+            f"{on.hostname}'s image has no {command[0]}: it is older than this portal's "
+            f"{command[0]}; launch the cluster again reusing its data, on the current image, "
+            "to resize it"
+        )
     found = answer_of(output, command[0])
     error = found.get("error") if isinstance(found, dict) else None
     if code != 0 or error:

@@ -204,3 +204,21 @@ def test_a_shrink_whose_data_would_not_fit_is_refused(hadoop3, monkeypatch, fake
     assert len(workers_of(hadoop3)) == 3
     failed = hadoop3.events.get(message__startswith="resize failed")
     assert "(3.00 GiB) would not fit on the 2 that stay (2.00 GiB free)" in failed.message
+
+
+def test_an_image_older_than_its_admin_command_is_a_refusal_saying_what_to_do(hadoop3, fake_nodes):
+    """A cluster launched before hadoop-admin was in its image (the shell's 127)."""
+    from apps.products.base import ResizeFailed
+    from apps.products.hadoop import decommission as step
+    from workers.resize import NodeOperator
+
+    op = NodeOperator(hadoop3)
+    fake_nodes.exec_results["hadoop-admin"] = (127, "platter-exec: 1: hadoop-admin: not found")
+    master = step.master(op)
+    with pytest.raises(ResizeFailed) as refused:
+        step.hdfs_nodes(op, master)
+    assert str(refused.value) == (
+        f"{master.hostname}'s image has no hadoop-admin: it is older than this portal's "
+        "hadoop-admin; launch the cluster again reusing its data, on the current image, to "
+        "resize it"
+    )
