@@ -169,8 +169,11 @@ def execute(ui: UIHost, jupyter: str, kernel_id: str, code: str) -> dict:
                 )
             )
             seen: dict = {}
+            idle = False
             async with asyncio.timeout(300):  # the session starts with the kernel: a while
-                while True:
+                # Done once the shell's reply and iopub's "idle" have both come: the two
+                # channels are not ordered, so the result may follow the reply.
+                while not (idle and "status" in seen):
                     message = json.loads(await channels.recv())
                     if message.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
@@ -181,7 +184,9 @@ def execute(ui: UIHost, jupyter: str, kernel_id: str, code: str) -> dict:
                         seen["error"] = "\n".join(content["traceback"])[-3000:]
                     elif kind == "execute_reply":
                         seen["status"] = content["status"]
-                        return seen
+                    elif kind == "status" and content.get("execution_state") == "idle":
+                        idle = True
+            return seen
 
     return asyncio.run(run())
 
