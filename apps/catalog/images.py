@@ -152,7 +152,8 @@ def start_preparing(
 
 
 def preparation_step(image: str, step: str, nodes_ready: int | None = None) -> None:
-    changes: dict = {"step": step[:300]}
+    # update() skips auto_now: each step says the preparation is alive (PREPARATION_SILENT_FOR).
+    changes: dict = {"step": step[:300], "updated": timezone.now()}
     if nodes_ready is not None:
         changes["nodes_ready"] = nodes_ready
     ImagePreparation.objects.filter(image=image, state=ImagePreparation.State.PREPARING).update(

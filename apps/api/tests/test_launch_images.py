@@ -134,3 +134,12 @@ def test_the_catalog_and_the_launch_form_say_how_far_the_image_is(client, alice,
     form = client.get("/catalog/demo/1.0/launch").content.decode()
     assert "Not ready yet: image platter/lab-base:1 is being prepared" in form
     assert "starts once its image is on the nodes" in form
+
+
+def test_each_step_keeps_a_long_preparation_alive(api, demo, no_pulls):
+    make_node()
+    images.start_preparing(["platter/lab-base:1"], nodes_total=1)
+    long_ago = timezone.now() - images.PREPARATION_SILENT_FOR - timedelta(seconds=1)
+    ImagePreparation.objects.update(updated=long_ago)
+    images.preparation_step("platter/lab-base:1", "copying to the other nodes", nodes_ready=1)
+    assert api("owner").post("/api/v1/products/demo/1.0", {}, format="json").status_code == 202
