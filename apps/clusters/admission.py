@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db.models import F
 
 from apps.catalog.images import any_prepared_lately, preparation_failure, waiting_for_images
+from apps.catalog.models import ProductVersion
 from apps.tasks import bus
 
 from . import backfill, placement
@@ -156,21 +157,13 @@ def reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
     return _reserve_or_fail(cluster_id)
 
 
-FAILED = "failed: "
-
-
-def _image_being_prepared(cluster_id: int) -> str | None:
-    """Why the cluster waits for its image (apps/catalog/images.py), FAILED and why when it
-    never can (its image's preparation failed and no node has it), or None. One small query
-    when no image is being prepared or failed, as nearly always."""
+def _definition_if_images_in_question(cluster_id: int) -> ProductVersion | None:
+    """The cluster's definition when some image is being prepared or failed to be (its
+    image may be one of them), else None: one small query, as nearly always."""
     if not any_prepared_lately():
         return None
     cluster = Cluster.objects.filter(id=cluster_id).select_related("version", "revision").first()
-    if cluster is None:
-        return None
-    if failure := preparation_failure(cluster.definition):
-        return FAILED + failure
-    return waiting_for_images(cluster.definition)
+    return cluster.definition if cluster else None
 
 
 def _queued_ahead(cluster_id: int) -> bool:
@@ -184,12 +177,13 @@ def _reserve_or_fail(cluster_id: int) -> Reservation | Rejection | None:
     instead of stopping the queue or whoever released capacity (a destroy) with it. A cluster
     whose image is still being prepared waits for it, holding no one back (cause "image")."""
     try:
-        if waiting := _image_being_prepared(cluster_id):
-            if waiting.startswith(FAILED):
-                fail(cluster_id, Cluster.State.QUEUED, waiting.removeprefix(FAILED))
+        if definition := _definition_if_images_in_question(cluster_id):
+            if failure := preparation_failure(definition):  # no node has it, none will
+                fail(cluster_id, Cluster.State.QUEUED, failure)
                 return None
-            _wait(cluster_id, waiting)
-            return Rejection(cluster_id, "image", waiting)
+            if waiting := waiting_for_images(definition):
+                _wait(cluster_id, waiting)
+                return Rejection(cluster_id, "image", waiting)
         return reserve(cluster_id)
     except Exception as error:  # any bug: this cluster fails, not the queue
         log.exception("reserving cluster %s failed", cluster_id)

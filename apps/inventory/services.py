@@ -64,7 +64,7 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
     why: dict[str, Any] = {"reason": reason} if reason else {}
     record(NODE_STATE_ACTIONS[state], actor, node, previous=previous, **why)
     if state == Node.State.ACTIVE:
-        _capacity_freed()
+        capacity_freed()
     return True
 
 
@@ -74,9 +74,9 @@ def set_node_state(node_id: int, state: str, *, actor: Actor = None, reason: str
 capacity_back = Signal()
 
 
-def _capacity_freed() -> None:
-    """Offer the queue the capacity that came back, once this commits (the periodic pass is
-    only a net)."""
+def capacity_freed() -> None:
+    """Offer the queue the capacity that came back (a node or disk in service again, images
+    landed on nodes), once this commits (the periodic pass is only a net)."""
     capacity_back.send(sender=Node)
 
 
@@ -84,11 +84,6 @@ def record_images(node_name: str, images: list[str]) -> None:
     """The images a node holds now (an image preparation landed some; the reconciler's checks
     record them too)."""
     Node.objects.filter(name=node_name).update(images=sorted(images))
-
-
-def wake_queue() -> None:
-    """Images landed on the nodes: clusters that waited for them may go on."""
-    _capacity_freed()
 
 
 @transaction.atomic
@@ -119,7 +114,7 @@ def record_health_check(
                 previous=Node.State.DOWN,
                 reason="answers health checks again",
             )
-            _capacity_freed()
+            capacity_freed()
         return "up" if back_up else None
     node.failed_checks += 1
     fields = ["failed_checks"]
@@ -183,7 +178,7 @@ def set_disk_state(disk_ids: Iterable[int], state: str, *, actor: Actor = None) 
         record(DISK_STATE_ACTIONS[state], actor, disk, previous=previous, **in_use)
         marks.changed.append(disk)
     if state == Disk.State.AVAILABLE and marks.changed:
-        _capacity_freed()
+        capacity_freed()
     return marks
 
 

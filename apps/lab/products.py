@@ -17,7 +17,7 @@ from django.conf import settings
 
 from apps import nodes
 from apps.catalog import images as catalog_images
-from apps.inventory.services import record_images, wake_queue
+from apps.inventory.services import capacity_freed, record_images
 from apps.nodes import NodeError, parallel
 from apps.products import images as product_images
 from apps.products.images.build import (
@@ -180,7 +180,7 @@ def prepare_product_images(nodes: list[LabNode], log: Callable[[str], None] = pr
             catalog_images.preparation_ended(
                 image, (outcome or "it could not be built: see the lab's log") if missing else ""
             )
-        wake_queue()
+        capacity_freed()
 
 
 def node_images(node: LabNode) -> list[str]:

@@ -14,7 +14,7 @@ from apps.catalog.models import ProductVersion
 from apps.clusters import services
 from apps.clusters.models import Cluster
 from apps.clusters.tests.waiting import wait_for
-from apps.inventory.services import wake_queue
+from apps.inventory.services import capacity_freed
 from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,6 +38,6 @@ def test_a_launch_waits_for_its_image_being_prepared_then_runs(dispatching, lab_
     assert Cluster.objects.get(id=cluster.id).state == S.QUEUED
 
     images.preparation_ended(image)
-    wake_queue()  # what the preparation does once the images landed
+    capacity_freed()  # what the preparation does once the images landed
     running = wait_for(cluster.id, S.RUNNING, seconds=120)
     assert running.events.filter(message=f"waiting: {words}").exists()

@@ -32,7 +32,7 @@ def lab(monkeypatch, settings):
     held = {"lab-1": {SPARK}, "lab-2": set()}
     monkeypatch.setattr(products, "node_images", lambda node: sorted(held[node.name]))
     woken: list[bool] = []
-    monkeypatch.setattr(products, "wake_queue", lambda: woken.append(True))
+    monkeypatch.setattr(products, "capacity_freed", lambda: woken.append(True))
     return nodes, held, woken
 
 
