@@ -61,17 +61,22 @@ def missing_images(version: ProductVersion, held: set[str] | None = None) -> lis
     return [image for image in version_images(version) if image not in held]
 
 
-def unavailable_images(version: ProductVersion, held: set[str] | None = None) -> list[str]:
-    """The version's images on no node and not being prepared: a launch would be refused."""
-    missing = missing_images(version, held)
-    preparing = {p.image for p in being_prepared(missing)}
-    return [image for image in missing if image not in preparing]
+def image_verdict(
+    version: ProductVersion, held: set[str] | None = None
+) -> tuple[list[str], str | None]:
+    """What a launch of the version would meet, from one look at the preparations: its
+    images on no node and not being prepared (it would be refused), and why it would wait
+    (waiting_for_images' words), or None."""
+    preparing = being_prepared(version_images(version))
+    prepared = {p.image for p in preparing}
+    unavailable = [image for image in missing_images(version, held) if image not in prepared]
+    return unavailable, _waiting_words(preparing)
 
 
 def require_images(version: ProductVersion) -> None:
     """ImageUnavailable when a version's image is on no node and none is being prepared (a
     launch of one being prepared queues until it is ready: waiting_for_images)."""
-    missing = unavailable_images(version)
+    missing, _waiting = image_verdict(version)
     if missing:
         raise ImageUnavailable(missing)
 
@@ -115,10 +120,11 @@ def any_prepared_lately() -> bool:
 def waiting_for_images(version: ProductVersion) -> str | None:
     """Why a queued cluster of this version (a cluster's definition) must wait for its
     image, or None: the portal answered before the image was on the nodes."""
-    preparing = being_prepared(version_images(version))
-    if not preparing:
-        return None
-    return "; ".join(f"image {p.image} is {preparation_words(p)}" for p in preparing)
+    return _waiting_words(being_prepared(version_images(version)))
+
+
+def _waiting_words(preparing: list[ImagePreparation]) -> str | None:
+    return "; ".join(f"image {p.image} is {preparation_words(p)}" for p in preparing) or None
 
 
 def preparation_failure(version: ProductVersion) -> str | None:

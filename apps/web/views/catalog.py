@@ -5,12 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from apps.accounts.requests import signed_in_user
-from apps.catalog.images import (
-    ImageUnavailable,
-    images_on_nodes,
-    unavailable_images,
-    waiting_for_images,
-)
+from apps.catalog.images import ImageUnavailable, image_verdict, images_on_nodes
 from apps.catalog.models import ProductVersion
 from apps.catalog.options import OptionsError, resolve
 from apps.catalog.services import launchable_versions
@@ -28,8 +23,8 @@ def catalog(request: HttpRequest) -> HttpResponse:
     held = images_on_nodes()
     for version in launchable_versions().order_by("product__name", "-version"):
         # For the template: a refused launch, or one that waits for its image.
-        version.missing_images = unavailable_images(version, held)  # type: ignore[attr-defined]
-        version.preparing = waiting_for_images(version)  # type: ignore[attr-defined]
+        verdict = image_verdict(version, held)
+        version.missing_images, version.preparing = verdict  # type: ignore[attr-defined]
         products.setdefault(version.product, []).append(version)
     return render(request, "web/catalog.html", {"products": products.items()})
 
@@ -87,10 +82,8 @@ def launch_preview(request: HttpRequest, product: str, version: str) -> HttpResp
 
 def _preview(request: HttpRequest, form: LaunchForm) -> dict:
     # An unbound form previews the defaults; a bound one whatever fields are valid so far.
-    missing = {
-        "missing_images": unavailable_images(form.version),
-        "preparing": waiting_for_images(form.version),
-    }
+    unavailable, preparing = image_verdict(form.version)
+    missing = {"missing_images": unavailable, "preparing": preparing}
     errors: dict[str, str] = {}
     if form.is_bound:
         form.is_valid()
