@@ -88,7 +88,7 @@ class Stack:
 
     def lab(self, product_images: bool = True) -> None:
         """The lab up (reused when it runs); without `product_images`, only what the demo
-        needs: `./platter run` prepares the products behind the portal (prepare_images)."""
+        needs: `./platter run` prepares the products behind the portal (`lab images`)."""
         manage("migrate", "--no-input", "-v", "0")
         up = ["lab", "up"] + ([] if product_images else ["--without-product-images"])
         if lab_is_up():
