@@ -24,7 +24,7 @@ from apps.inventory.models import Disk, Network, Node
 from apps.inventory.services import set_disk_state, set_node_state
 from apps.nodes import NodeError, pki
 
-from . import clash, dataroot, homes, host, segments, ssh
+from . import clash, dataroot, homes, host, registry, segments, ssh
 from .daemons import local_node, start_dockerd, wait_for_dockerd
 from .host import LabError
 from .image import (
@@ -268,6 +268,8 @@ def _up(spec: LabSpec, undo: Undo, log: Log) -> list[Node]:
             f"data-root {dataroot.describe(node)}"
         )
     if spec.products:
+        if registry.ensure_running(spec)[1]:
+            undo.add("stop the lab's registry", functools.partial(registry.stop, spec))
         ensure_product_images(nodes, log)
     with transaction.atomic():  # all nodes or none
         return [

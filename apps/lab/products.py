@@ -1,10 +1,12 @@
-"""The product images on every lab node, built from the package sources (no registry).
+"""The product images on every lab node, built from the package sources and moved through
+the lab's registry (apps/lab/registry.py) as a site's are.
 
-Each recipe's context is staged once on this machine (cached by content hash under
-.local/cache/images, which `lab down` keeps), built on the first node, then copied from it to
-the others at once; a node that already has the same content gets nothing. A product that
-cannot be built (no network, a download gone) is reported and skipped: the lab still comes
-up, and the catalog says that version's image is on no node.
+An image is known by its recipe's content hash. One the registry holds under that hash is
+only pulled; one it lacks is staged (downloads cached under .local/cache/images), built on the
+first node and pushed once; then every node that lacks it pulls it, all at once; a node that
+already has the same content gets nothing. A product that cannot be built (no network, a
+download gone) is reported and skipped: the lab still comes up, and the catalog says that
+version's image is on no node.
 """
 
 from __future__ import annotations
@@ -21,18 +23,20 @@ from apps.inventory.services import capacity_freed, record_images
 from apps.nodes import NodeError, parallel
 from apps.products import images as product_images
 from apps.products.images.build import (
-    BuildError,
     Staged,
     base_rootfs,
     ensure_base,
     ensure_built,
-    ensure_copied,
+    holds,
+    recipe_content,
     stage,
 )
+from apps.products.images.publish import Registry, content_tag, pull, push
 from apps.products.images.recipe import Recipe
 
+from . import registry as lab_registry
 from .daemons import local_endpoint, local_node
-from .nodes import LabNode
+from .nodes import LabNode, current
 
 BUILD_TIMEOUT = 1800  # seconds an engine call may take while it copies a big context
 
@@ -47,24 +51,38 @@ def lab_recipes() -> list[Recipe]:
     return product_images.recipes(product_images.PRODUCTS if names == ("*",) else names)
 
 
-def stage_product_images(log: Callable[[str], None] = print) -> list[tuple[Staged, bool]]:
-    """Every product's build context and the JVM base's root file system, in the cache:
-    downloads and packing, no node needed (`./platter test` runs this beside its fast tier).
-    Returns (staged context, built on the base) for each product that could be staged."""
-    recipes = lab_recipes()
+def stage_product_images(
+    recipes: list[Recipe] | None = None, log: Callable[[str], None] = print
+) -> list[tuple[Recipe, Staged]]:
+    """The recipes' build contexts (default: every lab recipe's) and the JVM base's root file
+    system, in the cache: downloads and packing, no node needed (`./platter test` runs this
+    beside its fast tier). Returns each recipe that could be staged with its context."""
+    recipes = lab_recipes() if recipes is None else recipes
     if not recipes:
         return []
     started = time.monotonic()
     outcomes = parallel(lambda recipe: stage(recipe, cache_dir()), recipes)
-    staged: list[tuple[Staged, bool]] = []
+    staged: list[tuple[Recipe, Staged]] = []
     for recipe, outcome in zip(recipes, outcomes, strict=True):
         if isinstance(outcome, Exception):
             log(f"product image {recipe.reference}: NOT built, {outcome}")
         else:
-            staged.append((outcome, recipe.on_base))
-    base_rootfs(cache_dir())  # once, before the nodes import it in parallel
+            staged.append((recipe, outcome))
+    if any(recipe.on_base for recipe, _ in staged):
+        base_rootfs(cache_dir())  # once, before a node imports it
     log(f"product images staged in {time.monotonic() - started:.0f} s")
     return staged
+
+
+def recipes_to_build() -> list[Recipe]:
+    """The lab's recipes whose content the registry's cache lacks: what `lab up` would build
+    (`lab stage` stages only these)."""
+    stored = lab_registry.LabRegistry(current()).stored
+    return [
+        recipe
+        for recipe in lab_recipes()
+        if not stored(recipe.repository, content_tag(recipe_content(recipe)))
+    ]
 
 
 class Progress:
@@ -80,63 +98,96 @@ class Progress:
 def ensure_product_images(
     nodes: list[LabNode], log: Callable[[str], None] = print, progress: Progress | None = None
 ) -> None:
+    """Every lab recipe's image on every node, through the lab's registry as a site would:
+    what the registry lacks is staged, built on the first node and pushed once; then every
+    node that lacks an image pulls it, all nodes at once. The registry's storage outlives
+    `lab down`, so an image whose recipe did not change is only pulled."""
     progress = progress or Progress()
-    staged = stage_product_images(log)
-    if not staged:
+    recipes = lab_recipes()
+    if not recipes:
         return
-    references = [item.reference for item, _ in staged]
-
-    def build_on(node: LabNode) -> list[str]:
-        base = ensure_base(local_node(node, timeout=BUILD_TIMEOUT), cache_dir())
-
-        def build(entry: tuple[Staged, bool]) -> bool:
-            item, on_base = entry
-            client = local_node(node, timeout=BUILD_TIMEOUT)  # a connection per build
-            return ensure_built(client, item, base if on_base else None)
-
-        # All products at once: while one build copies its release in (the disk), another
-        # dumps its class archives (the cores). One that fails does not stop the others.
-        outcomes = parallel(build, staged)
-        failed = [error for error in outcomes if isinstance(error, Exception)]
-        if failed:
-            raise BuildError("; ".join(str(error) for error in failed))
-        return [item.reference for (item, _), done in zip(staged, outcomes, strict=True) if done]
-
-    def copy_to(node: LabNode) -> list[str]:
-        client = local_node(node, timeout=BUILD_TIMEOUT)
-        base = ensure_base(client, cache_dir())
-        copied = []
-        for item, on_base in staged:
-            try:
-                done = ensure_copied(source, client, item)
-            except BuildError:  # the first node could not build it: this one tries
-                done = ensure_built(client, item, base if on_base else None)
-            if done:
-                copied.append(item.reference)
-        return copied
-
-    # Built on the first node, then copied to the others in parallel: a build unpacks the
-    # releases and runs each daemon's JVM once for its class archive, minutes of CPU per node
-    # on a small machine, while a copy only moves the layers.
     started = time.monotonic()
-    source = local_node(nodes[0], timeout=BUILD_TIMEOUT)
-    steps = (
-        ("built", nodes[:1], build_on, f"building on {nodes[0].name}", 0),
-        ("copied", nodes[1:], copy_to, "copying to the other nodes", 1),
-    )
-    for verb, group, work, words, ready in steps:
-        if not group:
-            continue
-        progress.step(references, words, ready)
-        outcomes = parallel(work, group)
-        progress.landed(group)
-        for node, outcome in zip(group, outcomes, strict=True):
-            if isinstance(outcome, Exception):
-                log(f"{node.name}: product images NOT {verb}: {outcome}")
-            else:
-                what = ", ".join(outcome) if outcome else "all up to date"
-                took = time.monotonic() - started
-                log(f"{node.name}: product images {verb}: {what} ({took:.0f} s)")
+    contents = {recipe.reference: recipe_content(recipe) for recipe in recipes}
+    clients = {node.name: local_node(node, timeout=BUILD_TIMEOUT) for node in nodes}
+    lacking = {
+        node.name: [
+            recipe
+            for recipe in recipes
+            if not holds(clients[node.name], recipe.reference, contents[recipe.reference])
+        ]
+        for node in nodes
+    }
+    needed = [recipe for recipe in recipes if any(recipe in lack for lack in lacking.values())]
+    if not needed:
+        log("product images: every node holds them already")
+        return
+    registry, _ = lab_registry.ensure_running(nodes[0].spec)
+    cached = [r for r in needed if registry.has(r.repository, content_tag(contents[r.reference]))]
+    to_build = [recipe for recipe in needed if recipe not in cached]
+    if cached:
+        log(f"product images in the lab's registry already: {_names(cached)}")
+    if to_build:
+        progress.step(_references(to_build), f"building on {nodes[0].name}", 0)
+        built = _build_and_push(nodes[0], to_build, registry, log)
+        lacking[nodes[0].name] = [r for r in lacking[nodes[0].name] if r not in built]
+        progress.landed(nodes[:1])
+        log(f"product images built and pushed: {_names(built)} ({_since(started)})")
+
+    def pull_on(node: LabNode) -> list[str]:
+        client = clients[node.name]
+        pulled = []
+        for recipe in lacking[node.name]:
+            pull(client, recipe.reference, contents[recipe.reference], registry)
+            pulled.append(recipe.reference)
+        return pulled
+
+    ready = sum(1 for node in nodes if not lacking[node.name])
+    progress.step(_references(needed), "pulling from the registry", ready)
+    outcomes = parallel(pull_on, nodes)
+    progress.landed(nodes)
+    for node, outcome in zip(nodes, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            log(f"{node.name}: product images NOT pulled: {outcome}")
+        elif outcome:
+            log(f"{node.name}: product images pulled: {', '.join(outcome)} ({_since(started)})")
+
+
+def _build_and_push(
+    node: LabNode, recipes: list[Recipe], registry: Registry, log: Callable[[str], None]
+) -> list[Recipe]:
+    """The recipes staged, built on `node` and pushed; returns those that made it (each one
+    that did not is logged, the others go on)."""
+    staged = stage_product_images(recipes, log)
+    base = ensure_base(local_node(node, timeout=BUILD_TIMEOUT), cache_dir())
+
+    def build_and_push(entry: tuple[Recipe, Staged]) -> None:
+        recipe, item = entry
+        client = local_node(node, timeout=BUILD_TIMEOUT)  # a connection per build
+        ensure_built(client, item, base if recipe.on_base else None)
+        push(client, item.reference, item.content, registry)
+
+    # All products at once: while one build copies its release in (the disk), another
+    # dumps its class archives (the cores). One that fails does not stop the others.
+    outcomes = parallel(build_and_push, staged)
+    done = []
+    for (recipe, _), outcome in zip(staged, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            log(f"product image {recipe.reference}: NOT built on {node.name}: {outcome}")
+        else:
+            done.append(recipe)
+    return done
+
+
+def _references(recipes: list[Recipe]) -> list[str]:
+    return [recipe.reference for recipe in recipes]
+
+
+def _names(recipes: list[Recipe]) -> str:
+    return ", ".join(_references(recipes)) or "none"
+
+
+def _since(started: float) -> str:
+    return f"{time.monotonic() - started:.0f} s"
 
 
 class Recorded(Progress):

@@ -91,8 +91,9 @@ def slot_segments(spec: LabSpec | None = None) -> list[Segment]:
 
 
 def link_pattern(spec: LabSpec) -> str:
-    """Every link the lab makes: its flat bridge, segment bridges and shims."""
-    return rf"{spec.bridge}|{spec.link_prefix}[sh]\d\d"
+    """Every link the lab makes: its flat bridge, segment bridges and shims, and the link
+    holding its registry's address (apps/lab/registry.py)."""
+    return rf"{spec.bridge}|{spec.link_prefix}[shr]\d\d"
 
 
 def ensure_segments(spec: LabSpec, made: Callable[[str], object] = lambda name: None) -> None:

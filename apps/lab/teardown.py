@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from apps.clusters.perimeter import tables_of_nodes
 
-from . import daemons, dataroot, host, segments, ssh
+from . import daemons, dataroot, host, registry, segments, ssh
 from .host import LabError
 from .nodes import LabNode, LabSpec, lab_nodes
 
@@ -104,6 +104,10 @@ def teardown(spec: LabSpec, log: Log = print) -> list[str]:
     try:
         ssh.stop_sshd(spec)
     except LabError as exc:
+        log(str(exc))
+    try:
+        registry.stop(spec)  # its storage, a cache of images, stays
+    except LabError as exc:  # the sweep below kills it
         log(str(exc))
     # Whatever of the lab still runs: daemons of nodes no longer configured, a daemon whose
     # pidfile is gone, containerd and its shims after a killed dockerd, containers, ssh masters.

@@ -655,13 +655,44 @@ class NodeClient:
         except DockerException as error:
             raise engine.classify(target.name, error, what) from error
 
-    def push_image(self, reference: str) -> None:
+    def push_image(self, reference: str, auth: dict | None = None) -> None:
+        """Push ``registry/repository:tag`` (``auth``: the registry's sign-in, for this call
+        only; the engine keeps no credentials)."""
         repository, tag = reference.rsplit(":", 1)
         what = f"push {reference}"
-        lines = self._call(lambda api: api.push(repository, tag, stream=True, decode=True), what)
-        for line in lines:
-            if "error" in line:
-                raise NodeRefused(self.name, f"{what}: {line['error']}")
+        lines = self._call(
+            lambda api: api.push(repository, tag, stream=True, decode=True, auth_config=auth),
+            what,
+        )
+        self._read_progress(lines, what)
+
+    def pull_image(self, reference: str, auth: dict | None = None) -> None:
+        """Pull ``registry/repository:tag``; layers the engine holds already are not fetched."""
+        repository, tag = reference.rsplit(":", 1)
+        what = f"pull {reference}"
+        lines = self._call(
+            lambda api: api.pull(repository, tag, stream=True, decode=True, auth_config=auth),
+            what,
+        )
+        self._read_progress(lines, what)
+
+    def _read_progress(self, lines: Iterator[dict], what: str) -> None:
+        try:
+            for line in lines:
+                if "error" in line:
+                    raise NodeRefused(self.name, f"{what}: {line['error']}")
+        except DockerException as error:
+            raise engine.classify(self.name, error, what) from error
+
+    def tag_image(self, source: str, target: str) -> None:
+        repository, tag = target.rsplit(":", 1)
+        self._call(lambda api: api.tag(source, repository, tag), f"tag {source} as {target}")
+
+    def untag_image(self, reference: str) -> None:
+        """Drop one name of an image (its layers stay while another name holds them); no
+        such name is fine."""
+        with suppress(NodeMissing):
+            self._call(lambda api: api.remove_image(reference, noprune=True), f"untag {reference}")
 
     def remove_all_containers(self) -> None:
         """Every container of the engine, ours or not (a lab daemon being taken down)."""

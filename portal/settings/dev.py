@@ -1,5 +1,8 @@
 """Development: works with no environment at all, against the project's own services."""
 
+import os
+from pathlib import Path
+
 from apps.lab.place import saved as saved_lab_place
 from portal.env import envbool, envint, envlist, envstr
 
@@ -34,6 +37,13 @@ LAB_IMAGE = envstr("PLATTER_LAB_IMAGE", "platter/lab-base:1")
 # Product images `lab up` builds on every node: "*" is every product with an image recipe
 # (PRODUCTS in apps/products/images/, from the registry); "" for none; or a list of names.
 LAB_PRODUCTS = envlist("PLATTER_LAB_PRODUCTS", ["*"])
+# The lab registry's storage (apps/lab/registry.py): a cache of product images keyed by their
+# recipes' content, kept by `lab down` and shared by every checkout on the machine (as pip's
+# and Maven's caches are), so a later `lab up` anywhere here pulls what is unchanged.
+LAB_IMAGE_CACHE_DIR = envstr(
+    "PLATTER_LAB_IMAGE_CACHE_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "platter"),
+)
 # The lab's fio image: the host's fio and its libraries on top of the base image.
 LAB_FIO_IMAGE = envstr("PLATTER_LAB_FIO_IMAGE", "platter/lab-fio:1")
 # Per-disk write cap (MB/s) that emulates a spindle; 0 means uncapped.

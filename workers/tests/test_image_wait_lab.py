@@ -27,10 +27,10 @@ def test_a_launch_waits_for_its_image_being_prepared_then_runs(dispatching, lab_
     demo = ProductVersion.objects.get(product__name="demo", version="1.0")
     [image] = images.version_images(demo)
     images.start_preparing([image], nodes_total=4)
-    images.preparation_step(image, "copying to the other nodes", nodes_ready=1)
+    images.preparation_step(image, "pulling from the registry", nodes_ready=1)
 
     cluster = services.launch(alice, demo, "waits-for-its-image", {"size": 1, "mem": 64})
-    words = f"image {image} is being prepared: 1 of 4 nodes (copying to the other nodes)"
+    words = f"image {image} is being prepared: 1 of 4 nodes (pulling from the registry)"
     deadline = time.monotonic() + 60
     while Cluster.objects.get(id=cluster.id).reason != words:  # the worker tried, and waits
         assert time.monotonic() < deadline, Cluster.objects.get(id=cluster.id).reason

@@ -74,7 +74,7 @@ def test_a_launch_of_an_image_being_prepared_queues_naming_the_step_then_places(
     make_network()
     node = make_node()
     images.start_preparing(["platter/lab-base:1"], nodes_total=4)
-    images.preparation_step("platter/lab-base:1", "copying to the other nodes", nodes_ready=1)
+    images.preparation_step("platter/lab-base:1", "pulling from the registry", nodes_ready=1)
 
     response = api("owner").post("/api/v1/products/demo/1.0", {}, format="json")
     assert response.status_code == 202
@@ -82,7 +82,7 @@ def test_a_launch_of_an_image_being_prepared_queues_naming_the_step_then_places(
     waiting = admission.reserve_or_fail(cluster.id)
     assert isinstance(waiting, Rejection) and waiting.cause == "image"
     cluster.refresh_from_db()
-    words = "image platter/lab-base:1 is being prepared: 1 of 4 nodes (copying to the other nodes)"
+    words = "image platter/lab-base:1 is being prepared: 1 of 4 nodes (pulling from the registry)"
     assert cluster.state == Cluster.State.QUEUED and cluster.reason == words
     assert cluster.events.filter(message=f"waiting: {words}").exists()
 
@@ -141,5 +141,5 @@ def test_each_step_keeps_a_long_preparation_alive(api, demo, no_pulls):
     images.start_preparing(["platter/lab-base:1"], nodes_total=1)
     long_ago = timezone.now() - images.PREPARATION_SILENT_FOR - timedelta(seconds=1)
     ImagePreparation.objects.update(updated=long_ago)
-    images.preparation_step("platter/lab-base:1", "copying to the other nodes", nodes_ready=1)
+    images.preparation_step("platter/lab-base:1", "pulling from the registry", nodes_ready=1)
     assert api("owner").post("/api/v1/products/demo/1.0", {}, format="json").status_code == 202

@@ -1,7 +1,9 @@
-"""Product image builds on a real lab node: staged once, built once per content, rebuilt when
-a file of its deploy/images folder changes, copied to another node instead of built again; and
-the reconciler records what each node holds."""
+"""Product image builds on real lab nodes: staged once, built once per content, rebuilt when
+a file of its deploy/images folder changes; pushed to the lab's registry (TLS from the lab's
+CA, a password) and pulled by another node instead of built again; the registry's storage a
+cache that a later lab up pulls from; and the reconciler records what each node holds."""
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -9,9 +11,13 @@ from django.conf import settings
 
 from apps import nodes
 from apps.inventory.models import Node
+from apps.lab import products
+from apps.lab import registry as lab_registry
+from apps.lab.nodes import current, lab_nodes
 from apps.nodes import engine
 from apps.products.images import recipe as recipe_module
-from apps.products.images.build import BuildError, ensure_built, ensure_copied, stage
+from apps.products.images.build import BuildError, ensure_built, holds, stage
+from apps.products.images.publish import Registry, content_tag, pull, push
 from apps.products.images.recipe import Recipe
 from workers import reconciler
 
@@ -28,12 +34,20 @@ def output_of(client, image: str) -> str:
         container.remove(force=True)
 
 
-def tiny_recipe(tmp_path, monkeypatch, fetches: list) -> tuple[Recipe, Path]:
-    """A recipe of one file downloaded and one of its folder, in a folder of the test's own."""
-    folder = tmp_path / "images" / f"tiny-{settings.PLATTER_SITE}"
+def tiny_recipe(
+    tmp_path, monkeypatch, fetches: list, nonce: bool = False, name: str = "a"
+) -> tuple[Recipe, Path]:
+    """A recipe of one file downloaded and one of its folder, in a folder of the test's own
+    (``nonce``: a content no earlier run made, for tests of the registry, whose storage is a
+    cache that outlives the lab)."""
+    folder = tmp_path / "images" / f"tiny-{name}-{settings.PLATTER_SITE}"
     (folder / "rootfs" / "opt").mkdir(parents=True)
-    (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY fetched/ /\nCOPY rootfs/ /\n")
+    (folder / "Dockerfile").write_text(
+        f"FROM {settings.LAB_IMAGE}\nCOPY fetched/ /\nCOPY rootfs/ /\n"
+    )
     (folder / "rootfs" / "opt" / "hello").write_text("one ")
+    if nonce:
+        (folder / "nonce").write_text(secrets.token_hex(8))
     monkeypatch.setattr(recipe_module, "IMAGES_DIR", tmp_path / "images")
 
     def fetch(dest, cache):
@@ -41,7 +55,7 @@ def tiny_recipe(tmp_path, monkeypatch, fetches: list) -> tuple[Recipe, Path]:
         (dest / "opt").mkdir(parents=True)
         (dest / "opt" / "fetched").write_text("fetched")
 
-    return Recipe(folder.name, "1", ("nothing to download",), fetch), folder
+    return Recipe(folder.name, "1", ("nothing to download",), fetch, on_base=False), folder
 
 
 def test_it_builds_once_per_content_and_again_when_a_script_changes(
@@ -54,41 +68,118 @@ def test_it_builds_once_per_content_and_again_when_a_script_changes(
     client, raw = nodes.client(lab1), engine.cached(lab1)
     try:
         staged = stage(tiny, cache)
-        assert ensure_built(client, staged, settings.LAB_IMAGE) is True
+        assert ensure_built(client, staged, None) is True
         assert output_of(raw, tiny.reference) == "one fetched"
 
         assert stage(tiny, cache) == staged and len(fetches) == 1  # cached by content
-        assert ensure_built(client, staged, settings.LAB_IMAGE) is False  # nothing to build
+        assert ensure_built(client, staged, None) is False  # nothing to build
 
         (folder / "rootfs" / "opt" / "hello").write_text("two ")
         changed = stage(tiny, cache)
         assert changed.content != staged.content and not staged.context.exists()
-        assert ensure_built(client, changed, settings.LAB_IMAGE) is True
+        assert ensure_built(client, changed, None) is True
         assert output_of(raw, tiny.reference) == "two fetched"
     finally:
         raw.images.remove(tiny.reference, force=True)
 
 
-def test_another_node_gets_the_built_image_by_copy_with_its_content_label(
+def test_a_node_pulls_what_another_pushed_to_the_lab_registry_over_tls_with_a_password(
     tmp_path, monkeypatch, lab_inventory
 ):
-    tiny, _ = tiny_recipe(tmp_path, monkeypatch, [])
+    tiny, _ = tiny_recipe(tmp_path, monkeypatch, [], nonce=True)
     lab1, lab2 = Node.objects.get(name="lab-1"), Node.objects.get(name="lab-2")
     source, target = nodes.client(lab1), nodes.client(lab2)
     raw1, raw2 = engine.cached(lab1), engine.cached(lab2)
+    registry, _ = lab_registry.ensure_running(current())
     staged = stage(tiny, tmp_path / "cache")
+    tag = content_tag(staged.content)
     try:
-        with pytest.raises(BuildError, match="does not have it"):
-            ensure_copied(source, target, staged)  # nothing built yet: nothing to copy
-        assert ensure_built(source, staged, settings.LAB_IMAGE) is True
-        assert ensure_copied(source, target, staged) is True
+        assert not registry.has(tiny.repository, tag)
+        assert ensure_built(source, staged, None) is True
+        pushed = push(source, tiny.reference, staged.content, registry)
+        assert pushed == [registry.reference(tiny.repository, t) for t in ("1", tag)]
+        assert registry.has(tiny.repository, tag)
+        assert lab_registry.LabRegistry(current()).stored(tiny.repository, tag)
+
+        # Anonymous, or trusting only the system's CAs: refused, by the registry and by TLS.
+        with pytest.raises(BuildError, match="no basic auth credentials"):
+            pull(target, tiny.reference, staged.content, Registry(registry.host))
+        plain = Registry(registry.host, registry.username, registry.password)
+        with pytest.raises(BuildError, match="CERTIFICATE_VERIFY_FAILED"):
+            plain.has(tiny.repository, tag)
+
+        pull(target, tiny.reference, staged.content, registry)
+        assert holds(target, tiny.reference, staged.content)
         assert output_of(raw2, tiny.reference) == "one fetched"
-        assert ensure_copied(source, target, staged) is False  # it has that content now
-        assert ensure_built(target, staged, settings.LAB_IMAGE) is False  # so nothing to build
+        # Each node keeps the catalog's name only: the registry's names were dropped.
+        for client in (source, target):
+            assert not [name for name in client.images() if name.startswith(registry.host)]
     finally:
         for raw in (raw1, raw2):
             if raw.images.list(name=tiny.reference):
                 raw.images.remove(tiny.reference, force=True)
+
+
+def test_a_node_refuses_the_registry_when_its_ca_is_not_trusted(
+    tmp_path, monkeypatch, lab_inventory
+):
+    """The daemons check the registry's certificate (it is on no loopback address, where
+    Docker would not): without the lab CA in certs.d a pull fails on the certificate."""
+    tiny, _ = tiny_recipe(tmp_path, monkeypatch, [], nonce=True)
+    lab1 = Node.objects.get(name="lab-1")
+    client = nodes.client(lab1)
+    registry, _ = lab_registry.ensure_running(current())
+    staged = stage(tiny, tmp_path / "cache")
+    trusted = lab_registry.LabRegistry(current()).certs_d / "ca.crt"
+    kept = trusted.read_bytes()
+    try:
+        ensure_built(client, staged, None)
+        push(client, tiny.reference, staged.content, registry)
+        engine.cached(lab1).images.remove(tiny.reference, force=True)
+        trusted.unlink()
+        with pytest.raises(BuildError, match="certificate signed by unknown authority"):
+            pull(client, tiny.reference, staged.content, registry)
+    finally:
+        trusted.write_bytes(kept)
+        if engine.cached(lab1).images.list(name=tiny.reference):
+            engine.cached(lab1).images.remove(tiny.reference, force=True)
+
+
+def test_a_later_lab_up_pulls_what_did_not_change_and_builds_only_what_did(
+    tmp_path, monkeypatch, lab_inventory
+):
+    """ensure_product_images on two real nodes, twice, with the nodes' images and the
+    registry's process gone between (as `lab down` leaves them: its storage stays)."""
+    one, _ = tiny_recipe(tmp_path, monkeypatch, [], nonce=True)
+    two, two_folder = tiny_recipe(tmp_path, monkeypatch, [], nonce=True, name="b")
+    monkeypatch.setattr(products, "lab_recipes", lambda: [one, two])
+    monkeypatch.setattr(products, "cache_dir", lambda: tmp_path / "cache")
+    lab_nodes_ = lab_nodes()[:2]
+    raws = [engine.cached(Node.objects.get(name=node.name)) for node in lab_nodes_]
+    said: list[str] = []
+
+    def forget_everything_but_the_cache() -> None:
+        for raw in raws:
+            for recipe in (one, two):
+                if raw.images.list(name=recipe.reference):
+                    raw.images.remove(recipe.reference, force=True)
+        lab_registry.stop(current())
+
+    try:
+        products.ensure_product_images(lab_nodes_, said.append)
+        assert any(f"built and pushed: {one.reference}, {two.reference}" in line for line in said)
+        forget_everything_but_the_cache()
+        (two_folder / "rootfs" / "opt" / "hello").write_text("changed ")
+        said.clear()
+        products.ensure_product_images(lab_nodes_, said.append)
+        assert f"product images in the lab's registry already: {one.reference}" in said
+        assert any(f"built and pushed: {two.reference} " in line for line in said)
+        for raw in raws:
+            assert output_of(raw, one.reference) == "one fetched"
+            assert output_of(raw, two.reference) == "changed fetched"
+    finally:
+        forget_everything_but_the_cache()
+        lab_registry.ensure_running(current())  # as the lab had it
 
 
 def test_the_reconciler_records_the_images_each_node_holds(lab_inventory):

@@ -49,7 +49,7 @@ def test_what_a_node_lacks_is_prepared_step_by_step_and_lands_in_the_inventory(l
         seen.append(states())
         held["lab-1"].add(KAFKA)
         progress.landed(nodes_[:1])
-        progress.step([SPARK, KAFKA], "copying to the other nodes", 1)
+        progress.step([SPARK, KAFKA], "pulling from the registry", 1)
         held["lab-2"].update({SPARK, KAFKA})
         progress.landed(nodes_[1:])
 

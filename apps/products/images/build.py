@@ -109,7 +109,7 @@ def base_rootfs(cache: Path) -> Path:
 def ensure_base(client: NodeClient, cache: Path) -> str:
     """The JVM base on this engine (imported from the rootfs tar when missing or stale)."""
     content = base_content()
-    if _has(client, base_reference(), content):
+    if holds(client, base_reference(), content):
         return base_reference()
     client.import_image(
         base_rootfs(cache),
@@ -122,12 +122,16 @@ def ensure_base(client: NodeClient, cache: Path) -> str:
 # ---------------------------------------------------------------- product images
 
 
+def recipe_content(recipe: Recipe) -> str:
+    """The hash of everything the image is made of, known without downloading anything: what
+    the recipe fetches (with versions), its deploy/images folder and the base's own hash."""
+    base = base_content() if recipe.on_base else "scratch"
+    return _digest(recipe.product, recipe.tag, *recipe.inputs, folder_digest(recipe.folder), base)
+
+
 def stage(recipe: Recipe, cache: Path) -> Staged:
     """The recipe's build context as a tar (downloaded and packed once per content hash)."""
-    base = base_content() if recipe.on_base else "scratch"
-    content = _digest(
-        recipe.product, recipe.tag, *recipe.inputs, folder_digest(recipe.folder), base
-    )
+    content = recipe_content(recipe)
     tar_path = cache / "contexts" / f"{recipe.product}-{recipe.tag}-{content}.tar"
     if not tar_path.exists():
         work = cache / "work" / f"{recipe.product}-{os.getpid()}"
@@ -152,7 +156,7 @@ def stage(recipe: Recipe, cache: Path) -> Staged:
 def ensure_built(client: NodeClient, staged: Staged, base: str | None, tag_as: str = "") -> bool:
     """The staged image on this engine; False when it was already there (nothing built)."""
     reference = tag_as or staged.reference
-    if _has(client, reference, staged.content):
+    if holds(client, reference, staged.content):
         return False
     with staged.context.open("rb") as context:
         try:
@@ -164,29 +168,12 @@ def ensure_built(client: NodeClient, staged: Staged, base: str | None, tag_as: s
             )
         except NodeError as error:
             raise BuildError(f"building {reference}: {error.message}") from error
-    if not _has(client, reference, staged.content):
+    if not holds(client, reference, staged.content):
         raise BuildError(f"building {reference} left no image:\n{log[-1500:]}")
     return True
 
 
-def ensure_copied(source: NodeClient, target: NodeClient, staged: Staged) -> bool:
-    """The staged image on `target`, copied from `source`, which built it; False when the
-    target had it already. Copying moves the image's layers, which is much cheaper than
-    building again (a product's build unpacks its release and dumps a class archive per
-    daemon by running each JVM)."""
-    if _has(target, staged.reference, staged.content):
-        return False
-    if not _has(source, staged.reference, staged.content):
-        raise BuildError(f"copying {staged.reference}: {source.name} does not have it")
-    try:
-        source.copy_image_to(target, staged.reference)
-    except NodeError as error:
-        raise BuildError(f"copying {staged.reference}: {error.message}") from error
-    if not _has(target, staged.reference, staged.content):
-        raise BuildError(f"copying {staged.reference} to {target.name} left no image")
-    return True
-
-
-def _has(client: NodeClient, reference: str, content: str) -> bool:
+def holds(client: NodeClient, reference: str, content: str) -> bool:
+    """Whether the engine has the image under that name, made of that content."""
     labels = client.image_labels(reference)
     return labels is not None and labels.get(CONTENT_LABEL) == content

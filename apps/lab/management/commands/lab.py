@@ -5,13 +5,14 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.lab import lab
 from apps.lab.host import LabError
 from apps.lab.nodes import current, lab_nodes
-from apps.lab.products import prepare_product_images, stage_product_images
+from apps.lab.products import prepare_product_images, recipes_to_build, stage_product_images
 
 
 class Command(BaseCommand):
     help = (
         "Turn this machine into a lab of Platter nodes: up, down or status; stage only fetches"
-        " and packs the product images' build contexts (what `up` would download); images puts"
+        " and packs the build contexts of the product images the lab's registry cache lacks"
+        " (what `up` would build); images puts"
         " the product images on the running lab's nodes, telling the catalog how far it got."
     )
 
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, action: str, without_product_images: bool = False, **options):
         try:
             if action == "stage":
-                stage_product_images(log=self.stdout.write)
+                stage_product_images(recipes_to_build(), log=self.stdout.write)
                 return
             if action == "images":
                 prepare_product_images(lab_nodes(), log=self.stdout.write)
