@@ -161,8 +161,13 @@ def run(stack: Stack) -> int:
         devservers.wait_for_web(WEB_ADDRESS, children["web"])
         # Its own process group too; its end (done, or failed with the reasons in the
         # catalog) is no reason to stop the portal.
+        # Through ./platter: it installs the images' own tools first (Maven, mmdebstrap, the
+        # registry), which the portal did not wait for.
         images = subprocess.Popen(
-            [PYTHON, "manage.py", "lab", "images"], cwd=BASE_DIR, env=env, start_new_session=True
+            [str(BASE_DIR / "platter"), "lab", "images"],
+            cwd=BASE_DIR,
+            env=env,
+            start_new_session=True,
         )
         print(
             "\n"

@@ -38,7 +38,7 @@ from .nodes import LabSpec
 PORT = 5443
 USERNAME = "platter-lab"
 CERTS_D = Path("/etc/docker/certs.d")  # where every dockerd on the machine looks for a CA
-START_SECONDS = 20
+START_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def _ensure_files(registry: LabRegistry) -> None:
     (folder / "config.yml").write_text(
         f"""version: 0.1
 log:
-  level: warn
+  level: info
   accesslog:
     disabled: true
 storage:
@@ -179,11 +179,20 @@ def _wait(registry: LabRegistry) -> None:
             return
         except BuildError as error:
             if time.monotonic() > deadline or not host.pid_alive(registry.pidfile):
+                said = _log_tail(registry)
                 raise LabError(
-                    f"the lab's registry did not answer at {registry.host}: {error} "
-                    f"(see {registry.folder / 'registry.log'})"
+                    f"the lab's registry did not answer at {registry.host}: {error}; "
+                    f"its log ends: {said}"
                 ) from error
         time.sleep(0.2)
+
+
+def _log_tail(registry: LabRegistry) -> str:
+    try:
+        lines = (registry.folder / "registry.log").read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-3:])[-600:] or "(nothing)"
 
 
 def stop(spec: LabSpec) -> None:

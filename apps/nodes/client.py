@@ -642,41 +642,26 @@ class NodeClient:
             raise engine.classify(self.name, error, what) from error
         return "".join(output)
 
-    def copy_image_to(self, target: "NodeClient", reference: str) -> None:
-        """`docker save` here piped into `docker load` there: an image another engine built,
-        without building it again (the lab builds each product once, not once per node)."""
-        what = f"copy {reference} from {self.name} to {target.name}"
-        chunks = self._call(lambda api: api.get_image(reference, chunk_size=1 << 20), what)
-        lines = target._call(lambda api: api.load_image(chunks, quiet=True), what)
-        try:
-            for line in lines or ():
-                if "error" in line:
-                    raise NodeRefused(target.name, f"{what}: {line['error']}")
-        except DockerException as error:
-            raise engine.classify(target.name, error, what) from error
-
     def push_image(self, reference: str, auth: dict | None = None) -> None:
         """Push ``registry/repository:tag`` (``auth``: the registry's sign-in, for this call
         only; the engine keeps no credentials)."""
-        repository, tag = reference.rsplit(":", 1)
-        what = f"push {reference}"
-        lines = self._call(
-            lambda api: api.push(repository, tag, stream=True, decode=True, auth_config=auth),
-            what,
-        )
-        self._read_progress(lines, what)
+        self._transfer("push", reference, auth)
 
     def pull_image(self, reference: str, auth: dict | None = None) -> None:
         """Pull ``registry/repository:tag``; layers the engine holds already are not fetched."""
+        self._transfer("pull", reference, auth)
+
+    def _transfer(self, verb: str, reference: str, auth: dict | None) -> None:
+        """A push or a pull, its progress read to the end: an error there (a refused sign-in,
+        an unknown certificate) is raised naming the image."""
         repository, tag = reference.rsplit(":", 1)
-        what = f"pull {reference}"
+        what = f"{verb} {reference}"
         lines = self._call(
-            lambda api: api.pull(repository, tag, stream=True, decode=True, auth_config=auth),
+            lambda api: getattr(api, verb)(
+                repository, tag, stream=True, decode=True, auth_config=auth
+            ),
             what,
         )
-        self._read_progress(lines, what)
-
-    def _read_progress(self, lines: Iterator[dict], what: str) -> None:
         try:
             for line in lines:
                 if "error" in line:

@@ -3,11 +3,13 @@ a file of its deploy/images folder changes; pushed to the lab's registry (TLS fr
 CA, a password) and pulled by another node instead of built again; the registry's storage a
 cache that a later lab up pulls from; and the reconciler records what each node holds."""
 
+import io
 import secrets
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from apps import nodes
 from apps.inventory.models import Node
@@ -15,6 +17,7 @@ from apps.lab import products
 from apps.lab import registry as lab_registry
 from apps.lab.nodes import current, lab_nodes
 from apps.nodes import engine
+from apps.products import images as product_images
 from apps.products.images import recipe as recipe_module
 from apps.products.images.build import BuildError, ensure_built, holds, stage
 from apps.products.images.publish import Registry, content_tag, pull, push
@@ -143,6 +146,42 @@ def test_a_node_refuses_the_registry_when_its_ca_is_not_trusted(
         trusted.write_bytes(kept)
         if engine.cached(lab1).images.list(name=tiny.reference):
             engine.cached(lab1).images.remove(tiny.reference, force=True)
+
+
+def test_the_sites_push_command_builds_what_the_registry_lacks_and_pushes_it(
+    tmp_path, monkeypatch, lab_inventory
+):
+    """`manage.py product_images push`, as a site runs it against its registry (here the
+    lab's, with its CA and password), building on lab-1's engine as its $DOCKER_HOST."""
+    tiny, _ = tiny_recipe(tmp_path, monkeypatch, [], nonce=True)
+    monkeypatch.setattr(product_images, "PRODUCTS", (tiny.product,))
+    monkeypatch.setattr(product_images, "recipes", lambda names: [tiny])
+    node = lab_nodes()[0]
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{node.socket}")
+    lab = lab_registry.LabRegistry(current())
+    registry, _ = lab_registry.ensure_running(current())
+    arguments = [
+        "push",
+        "--registry", registry.host,
+        "--username", registry.username,
+        "--password-file", str(lab.folder / "password"),
+        "--ca-file", str(lab.folder / "tls" / "ca.pem"),
+        "--cache", str(tmp_path / "cache"),
+    ]  # fmt: skip
+    raw = engine.cached(Node.objects.get(name=node.name))
+    try:
+        first, again = io.StringIO(), io.StringIO()
+        call_command("product_images", *arguments, stdout=first)
+        content = stage(tiny, tmp_path / "cache").content
+        assert f"built {tiny.reference} ({content})" in first.getvalue()
+        assert f"pushed {registry.reference(tiny.repository, '1')}" in first.getvalue()
+        assert registry.has(tiny.repository, "1")
+        assert registry.has(tiny.repository, content_tag(content))
+        call_command("product_images", *arguments, stdout=again)
+        assert again.getvalue() == f"unchanged: {tiny.reference} ({content}) is there\n"
+    finally:
+        if raw.images.list(name=tiny.reference):
+            raw.images.remove(tiny.reference, force=True)
 
 
 def test_a_later_lab_up_pulls_what_did_not_change_and_builds_only_what_did(

@@ -1,10 +1,11 @@
-"""Product images built from the package sources a site reaches, with no container registry.
+"""Product images built from the package sources a site reaches (no image is pulled ready-made).
 
 Each product's recipe (``apps/products/<name>/image.py``: ``RECIPE``) says what its image holds
 and where each part comes from (Debian, PyPI, Maven Central, the Go module proxy); its
 Dockerfile and the scripts baked into it live in ``deploy/images/<product>/``. ``build.py``
 stages a recipe's build context once (cached by content hash) and builds it on any Docker
-engine: the lab's nodes, or a site's build host that then pushes to its registry.
+engine: the lab's first node, or a site's build host; ``publish.py`` pushes it to a registry
+(the site's, or the lab's) from which the nodes pull it.
 """
 
 from __future__ import annotations
