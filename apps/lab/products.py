@@ -20,10 +20,13 @@ from django.conf import settings
 from apps import nodes
 from apps.catalog import images as catalog_images
 from apps.inventory.services import capacity_freed, record_images
-from apps.nodes import NodeError, parallel
+from apps.nodes import NodeClient, NodeError, parallel
 from apps.products import images as product_images
 from apps.products.images.build import (
+    BASE_REPOSITORY,
     Staged,
+    base_content,
+    base_reference,
     base_rootfs,
     ensure_base,
     ensure_built,
@@ -68,8 +71,11 @@ def stage_product_images(
             log(f"product image {recipe.reference}: NOT built, {outcome}")
         else:
             staged.append((recipe, outcome))
-    if any(recipe.on_base for recipe, _ in staged):
-        base_rootfs(cache_dir())  # once, before a node imports it
+    base_cached = lab_registry.LabRegistry(current()).stored(
+        BASE_REPOSITORY, content_tag(base_content())
+    )
+    if any(recipe.on_base for recipe, _ in staged) and not base_cached:
+        base_rootfs(cache_dir())  # once, before a node imports it (else it is pulled)
     log(f"product images staged in {time.monotonic() - started:.0f} s")
     return staged
 
@@ -158,7 +164,8 @@ def _build_and_push(
     """The recipes staged, built on `node` and pushed; returns those that made it (each one
     that did not is logged, the others go on)."""
     staged = stage_product_images(recipes, log)
-    base = ensure_base(local_node(node, timeout=BUILD_TIMEOUT), cache_dir())
+    on_base = any(recipe.on_base for recipe, _ in staged)
+    base = _base_on(local_node(node, timeout=BUILD_TIMEOUT), registry) if on_base else None
 
     def build_and_push(entry: tuple[Recipe, Staged]) -> None:
         recipe, item = entry
@@ -176,6 +183,21 @@ def _build_and_push(
         else:
             done.append(recipe)
     return done
+
+
+def _base_on(client: NodeClient, registry: Registry) -> str:
+    """The JVM base on the building node: kept, pulled from the registry, or else imported
+    from its Debian root file system (made by mmdebstrap, about a minute) and pushed, so the
+    next lab that must build a changed product pulls it instead."""
+    content = base_content()
+    if holds(client, base_reference(), content):
+        return base_reference()
+    if registry.has(BASE_REPOSITORY, content_tag(content)):
+        pull(client, base_reference(), content, registry)
+        return base_reference()
+    reference = ensure_base(client, cache_dir())
+    push(client, reference, content, registry)
+    return reference
 
 
 def _references(recipes: list[Recipe]) -> list[str]:

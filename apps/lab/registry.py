@@ -97,12 +97,16 @@ def ensure_running(spec: LabSpec) -> tuple[Registry, bool]:
     registry = LabRegistry(spec)
     _ensure_files(registry)
     _ensure_link(registry)
-    started = False
-    if not host.pid_alive(registry.pidfile):
-        _start(registry)
-        started = True
-    _wait(registry)
-    return registry.access(), started
+    if host.pid_alive(registry.pidfile):
+        _wait(registry, None)
+        return registry.access(), False
+    process = _start(registry)
+    try:
+        _wait(registry, process)
+    except BaseException:
+        stop(spec)  # not left behind by a failed start: no undo step names it yet
+        raise
+    return registry.access(), True
 
 
 def _ensure_files(registry: LabRegistry) -> None:
@@ -117,13 +121,15 @@ def _ensure_files(registry: LabRegistry) -> None:
     if not password_file.exists():
         password_file.write_text(secrets.token_urlsafe(24) + "\n")
         password_file.chmod(0o600)
-        hashed = bcrypt.hashpw(password_file.read_text().strip().encode(), bcrypt.gensalt())
+        # The lowest cost: the registry checks the hash at every request (each layer of each
+        # pull), and a random 32-character password needs no slow hash to resist guessing.
+        hashed = bcrypt.hashpw(password_file.read_text().strip().encode(), bcrypt.gensalt(rounds=4))
         (folder / "htpasswd").write_text(f"{USERNAME}:{hashed.decode()}\n")
     registry.storage.mkdir(parents=True, exist_ok=True)
     (folder / "config.yml").write_text(
         f"""version: 0.1
 log:
-  level: info
+  level: warn
   accesslog:
     disabled: true
 storage:
@@ -153,7 +159,7 @@ def _ensure_link(registry: LabRegistry) -> None:
     host.run("ip", "link", "set", registry.link, "up")
 
 
-def _start(registry: LabRegistry) -> None:
+def _start(registry: LabRegistry) -> subprocess.Popen[bytes]:
     program = shutil.which("docker-registry")
     if not program:
         raise LabError("docker-registry is not installed: ./platter installs its Debian package")
@@ -168,9 +174,13 @@ def _start(registry: LabRegistry) -> None:
     )
     log.close()
     registry.pidfile.write_text(f"{process.pid}\n")
+    return process
 
 
-def _wait(registry: LabRegistry) -> None:
+def _wait(registry: LabRegistry, process: subprocess.Popen[bytes] | None) -> None:
+    """Until it answers. `process`: the one this call started, asked directly whether it
+    exited (its pidfile's command line is the parent's until the exec, so reading /proc
+    then would take a starting registry for a dead one)."""
     access = registry.access()
     deadline = time.monotonic() + START_SECONDS
     while True:
@@ -178,7 +188,8 @@ def _wait(registry: LabRegistry) -> None:
             access.has("platter/probe", "none")
             return
         except BuildError as error:
-            if time.monotonic() > deadline or not host.pid_alive(registry.pidfile):
+            exited = process.poll() is not None if process else not host.pid_alive(registry.pidfile)
+            if time.monotonic() > deadline or exited:
                 said = _log_tail(registry)
                 raise LabError(
                     f"the lab's registry did not answer at {registry.host}: {error}; "

@@ -64,8 +64,8 @@ class Registry:
         if self.username:
             pair = f"{self.username}:{self.password}".encode()
             request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
-        context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
         try:
+            context = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
             with urllib.request.urlopen(request, timeout=30, context=context) as answer:  # noqa: S310
                 return answer.status == 200
         except urllib.error.HTTPError as error:
