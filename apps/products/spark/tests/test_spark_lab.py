@@ -22,6 +22,13 @@ from workers.tests.lab_products import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Cluster.State
+# Runs its arguments in the background and stops them once their output names SASL (or
+# after 40 s); prints that output and exits 1.
+UNTIL_SASL = (
+    '"$@" >/tmp/refused.log 2>&1 & client=$!; '
+    "for _ in $(seq 80); do grep -q SASL /tmp/refused.log && break; sleep 0.5; done; "
+    'kill "$client" 2>/dev/null; cat /tmp/refused.log; exit 1'
+)
 
 
 def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, alice):
@@ -57,13 +64,16 @@ def test_spark_runs_a_shuffle_on_the_workers_disks(dispatching, lab_cleanup, ali
         *job,
     )
     assert "reduceByKey: 2000 rows -> " in output and "WRONG" not in output, output[-2000:]
-    # ... and a client without the secret is refused by the master.
+    # ... and a client without the secret is refused by the master. The client retries for a
+    # minute before it gives up, so it is stopped once it has said why (or after 40 s).
     code, output = attempt(
         master,
+        "sh",
+        "-c",
+        UNTIL_SASL,
+        "refused-client",
         "env",
         "SPARK_CONF_DIR=/tmp",
-        "timeout",
-        "40",
         "spark-submit",
         "--master",
         f"spark://{master.hostname}:7077",
