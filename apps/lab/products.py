@@ -24,6 +24,7 @@ from apps.nodes import NodeClient, NodeError, parallel
 from apps.products import images as product_images
 from apps.products.images.build import (
     BASE_REPOSITORY,
+    BuildError,
     Staged,
     base_content,
     base_reference,
@@ -132,19 +133,25 @@ def ensure_product_images(
     to_build = [recipe for recipe in needed if recipe not in cached]
     if cached:
         log(f"product images in the lab's registry already: {_names(cached)}")
+    built: list[Recipe] = []
     if to_build:
         progress.step(_references(to_build), f"building on {nodes[0].name}", 0)
         built = _build_and_push(nodes[0], to_build, registry, log)
         lacking[nodes[0].name] = [r for r in lacking[nodes[0].name] if r not in built]
         progress.landed(nodes[:1])
         log(f"product images built and pushed: {_names(built)} ({_since(started)})")
+    in_registry = cached + built  # one that could not be built is on no node: said above
 
     def pull_on(node: LabNode) -> list[str]:
+        """What the node pulled; one image that fails is said and the others go on."""
         client = clients[node.name]
         pulled = []
-        for recipe in lacking[node.name]:
-            pull(client, recipe.reference, contents[recipe.reference], registry)
-            pulled.append(recipe.reference)
+        for recipe in (r for r in lacking[node.name] if r in in_registry):
+            try:
+                pull(client, recipe.reference, contents[recipe.reference], registry)
+                pulled.append(recipe.reference)
+            except BuildError as error:
+                log(f"{node.name}: product image {recipe.reference} NOT pulled: {error}")
         return pulled
 
     ready = sum(1 for node in nodes if not lacking[node.name])

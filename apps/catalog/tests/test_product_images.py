@@ -3,6 +3,7 @@ a file of its deploy/images folder changes; pushed to the lab's registry (TLS fr
 CA, a password) and pulled by another node instead of built again; the registry's storage a
 cache that a later lab up pulls from; and the reconciler records what each node holds."""
 
+import dataclasses
 import io
 import secrets
 from pathlib import Path
@@ -22,6 +23,7 @@ from apps.products.images import recipe as recipe_module
 from apps.products.images.build import BuildError, ensure_built, holds, stage
 from apps.products.images.publish import Registry, content_tag, pull, push
 from apps.products.images.recipe import Recipe
+from apps.products.images.sources import FetchError
 from workers import reconciler
 
 pytestmark = pytest.mark.django_db
@@ -188,10 +190,18 @@ def test_a_later_lab_up_pulls_what_did_not_change_and_builds_only_what_did(
     tmp_path, monkeypatch, lab_inventory
 ):
     """ensure_product_images on two real nodes, twice, with the nodes' images and the
-    registry's process gone between (as `lab down` leaves them: its storage stays)."""
+    registry's process gone between (as `lab down` leaves them: its storage stays). A third
+    recipe whose download is gone is said and skipped; the others still land everywhere."""
     one, _ = tiny_recipe(tmp_path, monkeypatch, [], nonce=True)
     two, two_folder = tiny_recipe(tmp_path, monkeypatch, [], nonce=True, name="b")
-    monkeypatch.setattr(products, "lab_recipes", lambda: [one, two])
+
+    def gone(dest, cache):
+        raise FetchError("could not download https://example.org/c.tgz: HTTP Error 404")
+
+    broken = dataclasses.replace(
+        tiny_recipe(tmp_path, monkeypatch, [], nonce=True, name="c")[0], fetch=gone
+    )
+    monkeypatch.setattr(products, "lab_recipes", lambda: [one, broken, two])
     monkeypatch.setattr(products, "cache_dir", lambda: tmp_path / "cache")
     lab_nodes_ = lab_nodes()[:2]
     raws = [engine.cached(Node.objects.get(name=node.name)) for node in lab_nodes_]
@@ -207,6 +217,10 @@ def test_a_later_lab_up_pulls_what_did_not_change_and_builds_only_what_did(
     try:
         products.ensure_product_images(lab_nodes_, said.append)
         assert any(f"built and pushed: {one.reference}, {two.reference}" in line for line in said)
+        assert any(f"{broken.reference}: NOT built, could not download" in line for line in said)
+        for raw in raws:
+            assert output_of(raw, two.reference) == "one fetched"
+            assert not raw.images.list(name=broken.reference)
         forget_everything_but_the_cache()
         (two_folder / "rootfs" / "opt" / "hello").write_text("changed ")
         said.clear()
