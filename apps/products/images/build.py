@@ -153,9 +153,9 @@ def stage(recipe: Recipe, cache: Path) -> Staged:
     return Staged(recipe.reference, tar_path, content)
 
 
-def ensure_built(client: NodeClient, staged: Staged, base: str | None, tag_as: str = "") -> bool:
+def ensure_built(client: NodeClient, staged: Staged, base: str | None) -> bool:
     """The staged image on this engine; False when it was already there (nothing built)."""
-    reference = tag_as or staged.reference
+    reference = staged.reference
     if holds(client, reference, staged.content):
         return False
     with staged.context.open("rb") as context:
