@@ -775,17 +775,44 @@ def start(cluster: str, wait: bool, timeout: int, as_json: bool) -> None:
 @click.option(
     "--workers",
     type=click.IntRange(0),
-    required=True,
     help="Instances of its scalable role (workers; nodes for Cassandra).",
+)
+@click.option("--role", help="The role whose instances get new --cores or --memory-mb.")
+@click.option("--cores", type=click.IntRange(1), help="New cores for each instance of --role.")
+@click.option(
+    "--memory-mb", type=click.IntRange(1), help="New memory (MB) for each instance of --role."
 )
 @WAIT
 @TIMEOUT
 @with_json
-def resize(cluster: str, workers: int, wait: bool, timeout: int, as_json: bool) -> None:
-    """Grow or shrink a running cluster to --workers instances. A shrink first drains the
-    leaving ones (HDFS decommission); with --wait, exit 1 when the resize failed."""
-    client = connect({"workers": "--workers"})
-    grow_or_shrink(client, cluster, "resize", {"workers": workers}, wait, timeout, as_json)
+def resize(
+    cluster: str,
+    workers: int | None,
+    role: str | None,
+    cores: int | None,
+    memory_mb: int | None,
+    wait: bool,
+    timeout: int,
+    as_json: bool,
+) -> None:
+    """Grow or shrink a running cluster to --workers instances, or give every instance of
+    --role new --cores and/or --memory-mb. A shrink first drains the leaving ones (HDFS
+    decommission); cores change live, memory live or by restarting the instances one at a
+    time (the product decides; the web preview says which). With --wait, exit 1 when the
+    resize failed."""
+    vertical = role is not None or cores is not None or memory_mb is not None
+    if workers is not None and vertical:
+        raise click.UsageError("give either --workers or --role with --cores/--memory-mb")
+    if workers is None and not (role and (cores or memory_mb)):
+        raise click.UsageError("give --workers, or --role with --cores and/or --memory-mb")
+    flags = {"workers": "--workers", "role": "--role", "cores": "--cores"}
+    client = connect({**flags, "memory_mb": "--memory-mb"})
+    body: dict = {"workers": workers} if workers is not None else {"role": role}
+    if cores is not None:
+        body["cores"] = cores
+    if memory_mb is not None:
+        body["memory_mb"] = memory_mb
+    grow_or_shrink(client, cluster, "resize", body, wait, timeout, as_json)
 
 
 def grow_or_shrink(

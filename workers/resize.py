@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from apps import nodes
 from apps.clusters import container_specs as plans
-from apps.clusters import notebook
+from apps.clusters import notebook, vertical
 from apps.clusters import perimeter as perimeter_rules
 from apps.clusters import resize as rules
 from apps.clusters.credentials import ENV_PASSWORD, ENV_SECRET, ENV_USER, credentials_of, redact
@@ -64,6 +64,8 @@ def resize(cluster_id: int) -> str:
         return "gone"
     if cluster.state != S.RESIZING:
         return cluster.state
+    if cluster.reshape is not None:
+        return _reshape(cluster)
     # A grow adds instances of one role: the scalable one, or the notebook (request_notebook).
     adding = cluster.instances.filter(state__in=(I.PENDING, I.RESERVED)).first()
     role = adding.role if adding is not None else rules.scaling_of(cluster).role
@@ -99,7 +101,83 @@ def resize(cluster_id: int) -> str:
 def _end(cluster_id: int, how: str) -> None:
     with transaction.atomic():
         if transition(cluster_id, S.RESIZING, S.RUNNING, how):
-            Cluster.objects.filter(id=cluster_id).update(resize_to=None)
+            Cluster.objects.filter(id=cluster_id).update(resize_to=None, reshape=None)
+
+
+# ------------------------------------------------------------------ new cores and memory
+
+
+def _reshape(cluster: Cluster) -> str:
+    """A vertical resize (apps/clusters/vertical.py): the request wrote the new figures to the
+    instances and held them; here they reach the containers, live or by a rolling restart.
+    When that cannot be done, the old figures are written and applied back the same way and
+    the cluster runs on as it was, the reason in its events."""
+    record = cluster.reshape
+    assert record is not None  # resize() checked it
+    role, cores, memory = record["role"], record["cores"], record["memory_mb"]
+    try:
+        _apply_figures(cluster, record)
+    except (ResizeFailed, node_steps.StepFailed, TimeoutError) as failure:
+        record_event(cluster.id, f"resize failed: {failure}", ERROR)
+        with transaction.atomic():
+            Cluster.objects.select_for_update().filter(id=cluster.id).first()
+            vertical.set_figures(vertical.figures_before(record))
+        _apply_figures(cluster, record)  # each instance back as it was (a no-op where it is)
+        _end(cluster.id, f"resize failed, {role}s unchanged: {failure}")
+        return Cluster.objects.get(id=cluster.id).state
+    _end(cluster.id, f"{role}s now have {cores} cores and {memory} MB")
+    return Cluster.objects.get(id=cluster.id).state
+
+
+def _apply_figures(cluster: Cluster, record: dict) -> None:
+    """Each instance's container given its instance's figures: recreated one at a time when
+    the change restarts (`rolling`; a container already made from these figures is kept, so a
+    resumed change goes on where it stopped), else its limits set live."""
+    ids = [int(i) for i in record["before"]]
+    instances = list(
+        Instance.objects.filter(id__in=ids, active=True).select_related("node").order_by("index")
+    )
+    if record["rolling"]:
+        op = NodeOperator(cluster)
+        specs = {s.instance_id: s for s in plans.plans_for(cluster) if s.instance_id in ids}
+        for instance in instances:
+            spec = specs[instance.id]
+            client = nodes.client(spec.node)
+            info = client.inspect(spec.name)
+            if info and info["Config"]["Labels"].get("platter.fingerprint") == spec.fingerprint():
+                continue  # made from these figures already
+            container_id, _ = client.ensure_running(spec)
+            Instance.objects.filter(id=instance.id).update(container_id=container_id)
+            record_event(
+                cluster.id,
+                f"{instance.hostname} restarted on {spec.node.name} with {instance.cores} cores "
+                f"and {instance.memory_mb} MB; waiting for it to be back",
+            )
+            op.plugin.restarted(op, member_of(instance))
+        return
+    memory_live = record["memory_mb"] != _figures_of(record)[1]
+    results = parallel(
+        lambda i: nodes.client(i.node).update_limits(
+            plans.container_name(cluster.id, i.role, i.index),
+            i.cores,
+            i.memory_mb if memory_live else None,
+        ),
+        instances,
+    )
+    for instance, outcome in zip(instances, results, strict=True):
+        if isinstance(outcome, Exception):
+            raise node_steps.named(outcome, f"could not change the limits of {instance}")
+    record_event(
+        cluster.id,
+        f"{len(instances)} {record['role']}s' limits set live: "
+        + ", ".join(f"{i.hostname} {i.cores} cores, {i.memory_mb} MB" for i in instances),
+    )
+
+
+def _figures_of(record: dict) -> tuple[int, int]:
+    """The first instance's figures before the change (all of a role's are alike)."""
+    first = next(iter(record["before"].values()))
+    return first[0], first[1]
 
 
 # ------------------------------------------------------------------ growing

@@ -85,7 +85,8 @@ def translate(exc: Exception) -> Exception:
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
     if isinstance(exc, ResizeRefused):
-        return ApiError(400, "resize_refused", str(exc), fields={"workers": str(exc)})
+        fields = {exc.field: str(exc)} if exc.field else None
+        return ApiError(400, "resize_refused", str(exc), fields=fields)
     if isinstance(exc, TooManyNodeCalls):
         return ApiError(429, "too_many_node_calls", str(exc), limit=exc.limit)
     if isinstance(exc, TooManyStreams):

@@ -66,6 +66,10 @@ class Cluster(models.Model):
     # The size a resize asked for (instances of the product's scalable role), kept until it
     # ends so a resumed resize knows its target (apps/clusters/resize.py).
     resize_to = models.PositiveIntegerField(null=True, blank=True)
+    # A vertical resize under way (apps/clusters/vertical.py): the role, the asked cores and
+    # memory, and each instance's figures before it, kept until it ends so a resumed or failed
+    # change knows both ends.
+    reshape = models.JSONField(null=True, blank=True)
     # The perimeter (apps/clusters/perimeter.py): sources (IPv4 CIDRs) the owner lets reach
     # the cluster's ports directly, besides its members, the portal and the site's own ranges.
     allowed_sources = models.JSONField(default=list, blank=True)
@@ -179,6 +183,27 @@ class Instance(models.Model):
 
     def __str__(self) -> str:
         return self.hostname or f"{self.role}-{self.index}"
+
+
+class ResourceChange(models.Model):
+    """An instance's cores and memory changed by a vertical resize (vertical.py), from `at` on:
+    usage counts each stretch of the instance's membership at the figures it held then."""
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="changes")
+    at = models.DateTimeField()
+    cores_before = models.PositiveIntegerField()
+    memory_mb_before = models.PositiveIntegerField()
+    cores = models.PositiveIntegerField()
+    memory_mb = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["instance", "at", "id"]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.instance}: {self.cores_before} -> {self.cores} cores, "
+            f"{self.memory_mb_before} -> {self.memory_mb} MB at {self.at:%Y-%m-%d %H:%M}"
+        )
 
 
 class DiskAllocation(models.Model):

@@ -22,7 +22,12 @@ S = Cluster.State
 
 
 class ResizeRefused(ValueError):
-    """A resize that cannot be done; the message says why (HTTP 400)."""
+    """A resize that cannot be done; the message says why (HTTP 400), `field` the request's
+    field it is about (None: the request as a whole, such as a node without room)."""
+
+    def __init__(self, message: str, field: str | None = "workers") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)

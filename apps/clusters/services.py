@@ -53,6 +53,7 @@ __all__ = [
     "request_resize",
     "request_start",
     "request_stop",
+    "request_vertical_resize",
     "reserve",
     "transition",
 ]
@@ -329,6 +330,57 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
         role=resize.role,
         previous=resize.current,
         workers=resize.target,
+    )
+    bus.dispatch(bus.RESIZE, cluster_id)
+    return S.RESIZING
+
+
+@transaction.atomic
+def request_vertical_resize(
+    cluster_id: int,
+    role: object,
+    cores: object = None,
+    memory_mb: object = None,
+    *,
+    actor: Actor = None,
+) -> str:
+    """New cores and/or memory for every instance of a role of a running cluster
+    (vertical.py's rules; ResizeRefused naming why not). Lock order as a reservation's: the
+    cluster, the owner and their quotas (a grow's QuotaExceeded), then the instances' nodes,
+    each of which must have room where the instance is. The new figures are written now, so
+    what they take is held from here on; the worker applies them (live, or a rolling
+    restart) and puts the old ones back if it cannot."""
+    from . import vertical
+    from .resize import ResizeRefused
+
+    cluster = (
+        Cluster.objects.select_for_update(of=("self",))
+        .select_related("version__product", "revision")
+        .get(id=cluster_id)
+    )
+    if cluster.state not in requested_in("resize"):
+        raise StateConflict(
+            f"cluster {cluster.name} is {cluster.state}; only a running cluster can be resized"
+        )
+    change = vertical.plan(cluster, role, cores, memory_mb)
+    if change.grows:
+        check_quota(cluster.owner_id, change.demand)
+    if (short := vertical.shortage(change, lock=True)) is not None:
+        raise ResizeRefused(short, None)
+    how = f"{change.role}s to {change.cores} cores and {change.memory_mb} MB"
+    if not transition(cluster_id, requested_in("resize"), S.RESIZING, how):
+        raise StateConflict(f"cluster {cluster.name} changed state; try again")
+    Cluster.objects.filter(id=cluster_id).update(resize_to=None, reshape=change.as_record())
+    vertical.set_figures(vertical.asked_figures(change.as_record()))
+    _audit(
+        Action.CLUSTER_RESIZE,
+        cluster_id,
+        actor,
+        role=change.role,
+        cores=change.cores,
+        memory_mb=change.memory_mb,
+        previous_cores=change.changes[0].cores[0],
+        previous_memory_mb=change.changes[0].memory_mb[0],
     )
     bus.dispatch(bus.RESIZE, cluster_id)
     return S.RESIZING

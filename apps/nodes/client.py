@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO, TypeVar
+from typing import IO, Any, BinaryIO, TypeVar
 
 import docker
 from django.conf import settings
@@ -207,6 +207,22 @@ class NodeClient:
 
     def kill(self, name: str, signal: str = "KILL") -> None:
         self._call(lambda api: api.kill(name, signal=signal), f"kill {name}")
+
+    def update_limits(self, name: str, cores: int, memory_mb: int | None = None) -> None:
+        """Set a running container's CPU limit (and its memory, when given) without a restart.
+        The SDK's update_container has no NanoCpus, and a container made with NanoCpus refuses
+        a CpuQuota, so the Engine's own update call is made with the same field as create."""
+        data: dict = {"NanoCpus": cores * 1_000_000_000}
+        if memory_mb is not None:  # no swap beyond the memory, as at create
+            data["Memory"] = data["MemorySwap"] = memory_mb * 1024 * 1024
+
+        def update(api: docker.APIClient) -> None:
+            engine: Any = api  # the SDK's own helpers for a call it does not wrap
+            engine._raise_for_status(
+                engine._post_json(engine._url("/containers/{0}/update", name), data)
+            )
+
+        self._call(update, f"update the limits of {name}")
 
     # -------------------------------------------------------------- commands and logs
 

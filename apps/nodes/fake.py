@@ -36,6 +36,7 @@ class FakeContainer:
     created: float = field(default_factory=time.time)
     log: str = ""
     spec: ContainerSpec | None = None
+    limits: dict | None = None  # set by update_limits (a live change), else the spec's
 
 
 @dataclass
@@ -203,6 +204,10 @@ class FakeNodeClient:
 
     def kill(self, name: str, signal: str = "KILL") -> None:
         self._get("kill", name).state = "exited"
+
+    def update_limits(self, name: str, cores: int, memory_mb: int | None = None) -> None:
+        found = self._get("update_limits", name)
+        found.limits = {"cores": cores, "memory_mb": memory_mb}
 
     def exec(self, container: str, argv: list[str], timeout: float) -> tuple[int, str]:
         found = self._get("exec", container)

@@ -11,6 +11,8 @@ product (apps/products/<name>/plugin.py) behind ``ProductPlugin``:
 - its job kinds (``jobs``: argv, kill, application id, UI page);
 - its signals of use for idle stop (``usage_probes``);
 - its notebook readiness (``notebook_probe``);
+- vertical resize: whether it uses changed memory without a restart (``memory_live``) and
+  when an instance restarted with new figures is back (``restarted``);
 - connection strings the catalog's templates cannot express (``connections``).
 
 How a product plugs in: write a class with these members (subclass ``BasePlugin`` to take
@@ -201,6 +203,7 @@ class ProductPlugin(Protocol):
     usage_probes: ClassVar[tuple[UsageProbe, ...]]
     notebook_probe: ClassVar[NotebookProbe | None]
     drain_words: ClassVar[str]  # what a user reads while leaving members drain
+    memory_live: ClassVar[bool]  # uses a changed memory limit without a restart
 
     def resizable_roles(self, roles: dict[str, bool]) -> list[str]: ...
 
@@ -213,6 +216,8 @@ class ProductPlugin(Protocol):
     def join(self, op: Operator, ids: set[int]) -> None: ...
 
     def drain(self, op: Operator, leaving: list[Member]) -> None: ...
+
+    def restarted(self, op: Operator, member: Member) -> None: ...
 
     def job_argv(self, job: JobLike, local: Any) -> list[str]: ...
 
@@ -235,6 +240,9 @@ class BasePlugin:
     usage_probes: ClassVar[tuple[UsageProbe, ...]] = ()
     notebook_probe: ClassVar[NotebookProbe | None] = None
     drain_words: ClassVar[str] = ""
+    # A heap or cache sized at start cannot use more (JVMs, GOMEMLIMIT): a memory change
+    # restarts the instances one at a time unless a plugin says its product follows the limit.
+    memory_live: ClassVar[bool] = False
     # Roles whose members may come and go; () with stateless roles only (resizable_roles).
     resizable: ClassVar[tuple[str, ...]] = ()
 
@@ -267,6 +275,12 @@ class BasePlugin:
             raise ResizeFailed(
                 f"the {self.name} plugin has no drain for {stateful[0].role}s: they keep state"
             )
+
+    def restarted(self, op: Operator, member: Member) -> None:
+        """Return once `member`, just restarted with new cores or memory (a rolling vertical
+        resize), is back in the product: by default once the product's checks pass again (a
+        grow's). ResizeFailed when it does not come back."""
+        op.configure_again()
 
     def job_argv(self, job: JobLike, local: Any) -> list[str]:
         raise ValueError(f"{self.name} runs no jobs")

@@ -95,3 +95,26 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
         if pending.exists():
             check_growth(_owner(cluster_id), "resize")
     return state
+
+
+def request_vertical_resize(
+    cluster_id: int,
+    role: object,
+    cores: object = None,
+    memory_mb: object = None,
+    *,
+    actor: Actor = None,
+) -> str:
+    """New cores or memory for a role's instances; one that adds cores (budgets count core-
+    and disk-hours) is checked against the budgets, any other is let through."""
+    with transaction.atomic():
+        before = _cores_held(cluster_id)
+        state = services.request_vertical_resize(cluster_id, role, cores, memory_mb, actor=actor)
+        if _cores_held(cluster_id) > before:
+            check_growth(_owner(cluster_id), "resize")
+    return state
+
+
+def _cores_held(cluster_id: int) -> int:
+    active = Instance.objects.filter(cluster_id=cluster_id, active=True)
+    return sum(active.values_list("cores", flat=True))

@@ -23,7 +23,7 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from apps.accounts.models import Quota
-from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
+from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance, ResourceChange
 
 from .models import Budget
 from .timeline import Span, by_day, compute_spans, day_window, intersect
@@ -106,13 +106,24 @@ def usage_rows(clusters: QuerySet[Cluster], first: date, last: date, now: dateti
         left=Max("allocations__released"),
         holding=Count("allocations", filter=Q(allocations__active=True)),
     )
+    # A vertical resize splits a membership: the figures before each change up to it.
+    changes: dict[int, list[tuple[datetime, int, int]]] = defaultdict(list)
+    for instance_id, at, cores, memory in ResourceChange.objects.filter(
+        instance__cluster_id__in=ids
+    ).values_list("instance_id", "at", "cores_before", "memory_mb_before"):
+        changes[instance_id].append((at, cores, memory))
     shapes: dict[int, list[tuple[int, int, Span]]] = defaultdict(list)
-    for cluster_id, cores, memory, joined, left, holding in members.values_list(
-        "cluster_id", "cores", "memory_mb", "joined", "left", "holding"
+    for instance_id, cluster_id, cores, memory, joined, left, holding in members.values_list(
+        "id", "cluster_id", "cores", "memory_mb", "joined", "left", "holding"
     ):
         start = joined or window.start
         end = now if holding or left is None else left
-        shapes[cluster_id].append((cores, memory, Span(min(start, end), end)))
+        start = min(start, end)
+        for at, cores_then, memory_then in sorted(changes[instance_id]):
+            cut = min(max(at, start), end)
+            shapes[cluster_id].append((cores_then, memory_then, Span(start, cut)))
+            start = cut
+        shapes[cluster_id].append((cores, memory, Span(start, end)))
     disks: dict[int, list[tuple[Span, str]]] = defaultdict(list)
     allocations = DiskAllocation.objects.filter(instance__cluster_id__in=ids).filter(
         Q(released__isnull=True) | Q(released__gte=window.start), created__lt=window.end

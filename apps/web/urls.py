@@ -22,6 +22,12 @@ urlpatterns = [
         resize.cluster_resize_preview,
         name="resize-preview",
     ),
+    path("clusters/<int:cluster_id>/reshape", resize.cluster_reshape, name="reshape"),
+    path(
+        "clusters/<int:cluster_id>/reshape/preview",
+        resize.cluster_reshape_preview,
+        name="reshape-preview",
+    ),
     path("clusters/<int:cluster_id>/notebook", resize.cluster_notebook, name="notebook"),
     path("clusters/<int:cluster_id>/logs", clusters.cluster_logs, name="cluster-logs"),
     path("quota/", account.quota, name="quota"),

@@ -63,3 +63,20 @@ def test_resize_wait_exits_with_how_the_resize_ended(logged_in, home, demo_clust
         assert b"resized to 2 workers" in out
     else:
         assert b"resize failed: needs" in err
+
+
+def test_resize_gives_a_role_new_cores_or_memory(logged_in, demo_cluster):
+    refused = logged_in("resize", demo_cluster.name, "--role", "worker", "--cores", "9")
+    assert refused.returncode == 1
+    assert "a worker of demo 1.0 may have 1 to 2 cores; asked 9" in refused.stderr
+    both = logged_in("resize", demo_cluster.name, "--workers", "2", "--role", "worker")
+    assert both.returncode == 2 and "either --workers or --role" in both.stderr
+    no_figure = logged_in("resize", demo_cluster.name, "--role", "worker")
+    assert no_figure.returncode == 2 and "--cores and/or --memory-mb" in no_figure.stderr
+    asked = logged_in(
+        "resize", demo_cluster.name, "--role", "worker", "--cores", "2", "--memory-mb", "128"
+    )
+    assert asked.returncode == 0, asked
+    assert asked.stdout == f"Cluster {demo_cluster.id} ({demo_cluster.name}) is resizing.\n"
+    worker = demo_cluster.instances.get(role="worker", active=True)
+    assert (worker.cores, worker.memory_mb) == (2, 128)

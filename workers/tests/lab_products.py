@@ -129,6 +129,23 @@ def launched(user, product: str, name: str, **options) -> Cluster:
     return wait_for(cluster.id, S.RUNNING, seconds=READY_SECONDS)
 
 
+def reshaped(
+    cluster: Cluster,
+    role: str,
+    cores: int | None = None,
+    memory_mb: int | None = None,
+    seconds: float = RESIZE_SECONDS,
+) -> Cluster:
+    """The role's instances given new cores and/or memory (a vertical resize), running again
+    with no failure among the events."""
+    mark = cluster.events.order_by("-id").values_list("id", flat=True).first() or 0
+    assert services.request_vertical_resize(cluster.id, role, cores, memory_mb) == S.RESIZING
+    done = wait_for(cluster.id, S.RUNNING, seconds=seconds)
+    failed = done.events.filter(id__gt=mark, message__startswith="resize failed")
+    assert not failed.exists(), [e.message for e in failed]
+    return done
+
+
 def resized(
     cluster: Cluster, workers: int, role: str = "worker", seconds: float = RESIZE_SECONDS
 ) -> Cluster:

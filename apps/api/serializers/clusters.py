@@ -554,9 +554,41 @@ class ExtendSerializer(serializers.Serializer):
 
 
 class ResizeSerializer(serializers.Serializer):
+    """Either a horizontal resize (`workers`) or a vertical one (`role` with new `cores`,
+    `memory_mb` or both for each of its instances), not both at once."""
+
     workers = serializers.IntegerField(
-        help_text="Instances of the product's scalable role (its size option: workers, nodes)"
+        required=False,
+        help_text="Instances of the product's scalable role (its size option: workers, nodes)",
     )
+    role = serializers.CharField(
+        required=False, help_text="The role whose instances get new cores or memory"
+    )
+    cores = serializers.IntegerField(
+        required=False, min_value=1, help_text="New cores for each instance of `role`"
+    )
+    memory_mb = serializers.IntegerField(
+        required=False, min_value=1, help_text="New memory (MB) for each instance of `role`"
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        vertical = {"role", "cores", "memory_mb"} & attrs.keys()
+        if "workers" in attrs and vertical:
+            raise serializers.ValidationError(
+                {
+                    "workers": "give either workers (more or fewer instances) or role with "
+                    "cores or memory_mb (bigger or smaller instances), not both"
+                }
+            )
+        if "workers" not in attrs and "role" not in attrs:
+            raise serializers.ValidationError(
+                {"workers": "give workers, or role with cores or memory_mb"}
+            )
+        if "workers" not in attrs and not {"cores", "memory_mb"} & attrs.keys():
+            raise serializers.ValidationError(
+                {"cores": f"give new cores, memory_mb or both for the {attrs['role']}s"}
+            )
+        return attrs
 
 
 class ExtendedSerializer(serializers.Serializer):

@@ -47,7 +47,8 @@ def test_refusals_name_why(api, demo_cluster):
     assert bad.status_code == 400
     assert bad.json()["fields"]["workers"] == "role worker allows 1 to 8 instances; asked 20"
     missing = api("owner").post(path, {}, format="json")
-    assert missing.status_code == 400 and "workers" in missing.json()["fields"]
+    assert missing.status_code == 400
+    assert missing.json()["fields"] == {"workers": "give workers, or role with cores or memory_mb"}
     Cluster.objects.filter(id=demo_cluster.id).update(state="stopped")
     conflict = api("owner").post(path, {"workers": 2}, format="json")
     assert conflict.status_code == 409 and "only a running cluster" in conflict.json()["message"]
@@ -58,3 +59,19 @@ def test_the_long_path_resizes_too_and_the_schema_has_it(api, demo_cluster):
     assert api("owner").post(long, {"workers": 2}, format="json").status_code == 202
     schema = api("owner").get("/api/v1/schema/?format=json").json()
     assert any(path.endswith("/resize") for path in schema["paths"])
+
+
+def test_a_role_gets_new_cores_and_refusals_name_the_field(api, demo_cluster):
+    path = f"/api/v1/clusters/{demo_cluster.id}/resize"
+    both = api("owner").post(path, {"workers": 2, "role": "worker", "cores": 2}, format="json")
+    assert both.status_code == 400 and "not both" in both.json()["fields"]["workers"]
+    nothing = api("owner").post(path, {"role": "worker"}, format="json")
+    assert nothing.json()["fields"]["cores"] == "give new cores, memory_mb or both for the workers"
+    big = api("owner").post(path, {"role": "worker", "cores": 64}, format="json")
+    assert big.status_code == 400
+    assert big.json()["fields"] == {"cores": "a worker of demo 1.0 may have 1 to 2 cores; asked 64"}
+    role = api("owner").post(path, {"role": "ghost", "cores": 2}, format="json")
+    assert "its roles are master, worker" in role.json()["fields"]["role"]
+    asked = api("owner").post(path, {"role": "worker", "cores": 2}, format="json")
+    assert asked.status_code == 202 and asked.json()["state"] == "resizing"
+    assert [i.cores for i in demo_cluster.instances.filter(role="worker", active=True)] == [2]

@@ -199,13 +199,25 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
     @extend_schema(request=ResizeSerializer, responses={202: ClusterDetailSerializer})
     @action(detail=True, methods=["post"])
     def resize(self, request: Request, **kwargs) -> Response:
-        """Grow or shrink a running cluster to `workers` instances of its scalable role; 400
-        naming why when it cannot be (bounds, HDFS replication, a product that cannot be
-        resized), 403 past a quota, 409 when it is not running."""
+        """Grow or shrink a running cluster to `workers` instances of its scalable role, or
+        give every instance of `role` new `cores` and/or `memory_mb` (cores change live; memory
+        live or by a rolling restart, as the product allows); 400 naming why when it cannot be
+        (bounds, HDFS replication, no room on an instance's node), 403 past a quota or budget,
+        409 when it is not running."""
         cluster = self.get_object()
         asked = ResizeSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
-        growth.request_resize(cluster.id, asked.validated_data["workers"], actor=request.user)
+        wanted = asked.validated_data
+        if "workers" in wanted:
+            growth.request_resize(cluster.id, wanted["workers"], actor=request.user)
+        else:
+            growth.request_vertical_resize(
+                cluster.id,
+                wanted["role"],
+                wanted.get("cores"),
+                wanted.get("memory_mb"),
+                actor=request.user,
+            )
         return accepted(request, cluster)
 
     @extend_schema(

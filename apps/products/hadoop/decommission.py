@@ -113,3 +113,25 @@ def admit(op: Operator, added: list[Member]) -> None:
     """New workers whose address a removed one had are taken out of the exclude files."""
     head = master(op)
     set_excluded(op, head, [m.ip for m in added if m.ip], [m.hostname for m in added], False)
+
+
+def restarted(op: Operator, member: Member) -> None:
+    """A worker restarted with new figures is back once its DataNode registered with the
+    NameNode again (the NameNode still lists the old one as live for minutes, so its count
+    says nothing) and the product's checks pass (every DataNode live, every NodeManager
+    active); ResizeFailed past RESIZE_DRAIN_SECONDS."""
+    if member.role == "worker":
+        deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+        while True:
+            try:
+                if admin(op, member, [ADMIN, "datanode"], 30).get("registered"):
+                    break
+            except ResizeFailed:  # its DataNode does not answer yet
+                pass
+            if time.monotonic() > deadline:
+                raise ResizeFailed(
+                    f"{member.hostname}'s DataNode did not register with the NameNode within "
+                    f"{settings.RESIZE_DRAIN_SECONDS} s of its restart"
+                )
+            time.sleep(settings.RESIZE_POLL_SECONDS)
+    op.configure_again()

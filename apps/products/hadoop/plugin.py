@@ -68,6 +68,9 @@ class HadoopPlugin(BasePlugin):
     def drain(self, op: Operator, leaving: list[Member]) -> None:
         decommission.drain(op, leaving)
 
+    def restarted(self, op: Operator, member: Member) -> None:
+        decommission.restarted(op, member)
+
     def job_argv(self, job: JobLike, local: Callable[[str], str]) -> list[str]:
         argv = ["hadoop", "jar", local(job.main)]
         if job.main_class:

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
-from apps.clusters.models import Cluster, Instance
+from apps.clusters.models import Cluster, Instance, ResourceChange
 from apps.clusters.tests.factories import make_node
 from apps.clusters.tests.parallel import run_together
 from apps.clusters.tests.test_growth_races import running
@@ -219,3 +219,17 @@ def test_a_growth_waits_for_one_not_yet_committed_and_then_counts_it(alice, bob,
     assert isinstance(refused, BudgetExceeded), refused
     second.refresh_from_db()
     assert second.state == S.STOPPED
+
+
+def test_more_cores_past_the_budget_are_refused_and_less_memory_is_let_through(alice, team, hours):
+    cluster = leased(running(alice, "demo", size=1, mem=128), hours)
+    maximum = core_budget(team, 0)
+    with pytest.raises(BudgetExceeded) as refused:
+        growth.request_vertical_resize(cluster.id, "worker", cores=2, actor=alice)
+    refused_naming(refused, maximum, "resize")
+    cluster.refresh_from_db()
+    assert cluster.state == S.RUNNING and cluster.reshape is None
+    assert cores(cluster) == 2 and not ResourceChange.objects.exists()
+    assert growth.request_vertical_resize(cluster.id, "worker", memory_mb=64, actor=alice) == (
+        S.RESIZING
+    )

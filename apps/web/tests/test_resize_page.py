@@ -51,3 +51,29 @@ def test_others_cannot_resize_or_preview(page, bob, client):
     assert client.post(f"/clusters/{cluster.id}/resize", {"workers": 2}).status_code == 404
     preview = client.get(f"/clusters/{cluster.id}/resize/preview", {"workers": 2})
     assert preview.status_code == 404
+
+
+def test_the_page_previews_and_asks_new_cores_and_memory_for_a_role(page):
+    client, cluster = page
+    html = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert 'id="reshape-form"' in html
+    assert "workers (now 1 cores, 64 MB; 1\N{EN DASH}2 cores, 64\N{EN DASH}512 MB)" in html
+    preview = f"/clusters/{cluster.id}/reshape/preview"
+    live = client.get(preview, {"role": "worker", "cores": "2", "memory_mb": ""}).content.decode()
+    assert "cores change live" in live and "restart" not in live.split("cores change live")[0]
+    assert "Quota of user alice" in live and "has room, within your quota" in live
+    rolling = client.get(preview, {"role": "worker", "memory_mb": "256"}).content.decode()
+    assert "the workers restart one at a time (1 restart)" in rolling
+    bad = client.get(preview, {"role": "worker", "cores": "5"}).content.decode()
+    assert "may have 1 to 2 cores; asked 5" in bad
+    words = client.get(preview, {"role": "worker", "cores": "two"}).content.decode()
+    assert "Give cores and memory as whole numbers" in words
+    asked = client.post(
+        f"/clusters/{cluster.id}/reshape", {"role": "worker", "memory_mb": "256"}, follow=True
+    )
+    assert "Changing the workers&#x27; cores and memory" in asked.content.decode()
+    assert cluster.instances.get(role="worker", active=True).memory_mb == 256
+    again = client.post(f"/clusters/{cluster.id}/reshape", {"role": "worker", "cores": "2"})
+    assert again.status_code == 302
+    html = client.get(f"/clusters/{cluster.id}/").content.decode()
+    assert "Cannot resize: cluster" in html and "is resizing" in html

@@ -26,7 +26,7 @@ from portal import streams
 from ..htmx import htmx_partial
 from .mine import my_clusters
 from .perimeter import sources_panel
-from .resize import notebook_form, resize_form
+from .resize import instance_sizes, notebook_form, resize_form
 
 S = Cluster.State
 # While a cluster is in one of these, its page polls for news.
@@ -127,6 +127,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "provisioning": launch_provisioning(cluster),
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
+        "instance_sizes": instance_sizes(cluster),
         "notebook": notebook,
         "job_kinds": job_kinds(cluster),  # none: no Jobs section (the plugin runs no jobs)
         **sources_panel(cluster),

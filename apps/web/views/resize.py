@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import notebook, resize, services
+from apps.clusters import notebook, resize, services, vertical
 from apps.clusters.models import Cluster
 from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
 from apps.clusters.quotas import QuotaExceeded
@@ -35,6 +35,29 @@ def resize_form(cluster: Cluster) -> dict:
         return {"refused": str(refused)}
     current = sum(1 for i in cluster.instances.all() if i.role == scaling.role and i.active)
     return {"scaling": scaling, "current": current}
+
+
+def instance_sizes(cluster: Cluster) -> list[dict]:
+    """The page's instance-size form: each role of a running cluster with its instances'
+    cores and memory now and the version's bounds for them."""
+    if cluster.state != Cluster.State.RUNNING:
+        return []
+    roles: dict[str, dict] = {}
+    for instance in cluster.instances.all():
+        if not instance.active or instance.role in roles:
+            continue
+        try:
+            bounds = [vertical.bounds_of(cluster, instance.role, r) for r in ("cores", "memory_mb")]
+        except resize.ResizeRefused:  # a role its version no longer defines
+            continue
+        roles[instance.role] = {
+            "role": instance.role,
+            "cores": instance.cores,
+            "memory_mb": instance.memory_mb,
+            "cores_bounds": bounds[0],
+            "memory_bounds": bounds[1],
+        }
+    return list(roles.values())
 
 
 def notebook_form(cluster: Cluster) -> dict:
@@ -107,4 +130,60 @@ def cluster_resize(request: HttpRequest, cluster_id: int) -> HttpResponse:
         messages.error(request, f"Cannot resize: {refused}")
     else:
         messages.success(request, f"Resizing to {workers}: follow it in the events below.")
+    return redirect("web:cluster", cluster_id=cluster.id)
+
+
+def _asked_figures(data) -> tuple[str, int | None, int | None]:
+    """The role and the new cores and memory (blank: unchanged) a form asks for."""
+    figures = []
+    for name in ("cores", "memory_mb"):
+        raw = (data.get(name) or "").strip()
+        figures.append(FIGURE.clean(raw) if raw else None)
+    return data.get("role", ""), figures[0], figures[1]
+
+
+FIGURE = forms.IntegerField(min_value=1, max_value=10_000_000)
+
+
+@login_required
+@require_GET
+def cluster_reshape_preview(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """What new cores or memory for a role mean: how they are applied (live, or restarts one
+    at a time), the owner's quota with what they add, and whether each node has room."""
+    cluster = get_object_or_404(
+        my_clusters(request).select_related("version__product", "revision"), id=cluster_id
+    )
+    context: dict = {"cluster": cluster}
+    try:
+        change = vertical.plan(cluster, *_asked_figures(request.GET))
+    except forms.ValidationError as error:
+        context["problem"] = f"Give cores and memory as whole numbers ({' '.join(error.messages)})"
+    except resize.ResizeRefused as refused:
+        context["problem"] = str(refused)
+    else:
+        context["change"] = change
+        context["shortage"] = vertical.shortage(change)
+        if change.grows:
+            scopes = quota_usage(signed_in_user(request), change.demand)
+            context["preview"] = LaunchPreview(scopes, None, change.demand)
+    return render(request, "web/partials/cluster_reshape_preview.html", context)
+
+
+@login_required
+@require_POST
+def cluster_reshape(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    try:
+        role, cores, memory_mb = _asked_figures(request.POST)
+        growth.request_vertical_resize(cluster.id, role, cores, memory_mb, actor=request.user)
+    except forms.ValidationError as error:
+        messages.error(
+            request, f"Give cores and memory as whole numbers ({' '.join(error.messages)})"
+        )
+    except (resize.ResizeRefused, QuotaExceeded, services.StateConflict) as refused:
+        messages.error(request, f"Cannot resize: {refused}")
+    else:
+        messages.success(
+            request, f"Changing the {role}s' cores and memory: follow it in the events below."
+        )
     return redirect("web:cluster", cluster_id=cluster.id)

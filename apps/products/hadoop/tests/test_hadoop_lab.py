@@ -1,7 +1,10 @@
 """Hadoop on the real lab, launched as a user does: HDFS and MapReduce run on the workers' own
 disks and a crashed daemon comes back; the cluster grows 2 -> 3 and shrinks back by HDFS
-decommission (hadoop-admin), a file written before read back intact and fsck healthy."""
+decommission (hadoop-admin), then its workers get more cores (live: the same containers) and
+more memory (a rolling restart, while a MapReduce job runs), a file written before read back
+intact and fsck healthy."""
 
+import threading
 import time
 
 import pytest
@@ -18,6 +21,7 @@ from workers.tests.lab_products import (
     launch_default,
     launched,
     mapped_archives,
+    reshaped,
     resized,
     run,
 )
@@ -57,8 +61,8 @@ def test_hadoop_runs_hdfs_and_mapreduce_and_survives_a_crashed_daemon(
     destroy_and_check(cluster)
 
 
-@pytest.mark.timeout(1500)  # a launch (up to 5 min on the shared lab), a grow and a shrink
-def test_hadoop_grows_and_shrinks_by_decommission_keeping_its_data(dispatching, lab_cleanup, alice):
+@pytest.mark.timeout(1800)  # a launch (up to 5 min on the shared lab), a grow, a shrink, restarts
+def test_hadoop_resizes_both_ways_keeping_its_data(dispatching, lab_cleanup, alice):
     cluster = launched(alice, "hadoop", "hadoop-resize", size=2, mem=1536)
     master = instance(cluster, "master")
     written = run(
@@ -89,4 +93,78 @@ def test_hadoop_grows_and_shrinks_by_decommission_keeping_its_data(dispatching, 
     assert "is HEALTHY" in fsck, fsck
     read = run(master, "sh", "-c", "hdfs dfs -cat /kept | md5sum").split()[0]
     assert read == written
+
+    grown_cores_live(cluster)
+    memory_by_rolling_restart_while_a_job_runs(cluster, master)
+    fsck = run(master, "hdfs", "fsck", "/")
+    assert "is HEALTHY" in fsck, fsck
+    read = run(master, "sh", "-c", "hdfs dfs -cat /kept | md5sum").split()[0]
+    assert read == written
     destroy_and_check(cluster)
+
+
+# The container's CPU quota and period as its cgroup has them (v2, else v1).
+CPU_LIMIT = (
+    "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "
+    "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+)
+
+
+def inspect(worker) -> dict:
+    assert worker.node is not None, "placed on a node"
+    return engine.cached(worker.node).api.inspect_container(worker.container_id)
+
+
+def started_at(worker) -> tuple[str, str]:
+    found = inspect(worker)
+    return found["Id"], found["State"]["StartedAt"]
+
+
+def grown_cores_live(cluster: Cluster) -> None:
+    """Two cores each: the containers' CPU limit (Docker's and the cgroup's) changes and
+    nothing restarts."""
+    workers = [instance(cluster, "worker", i) for i in (0, 1)]
+    before = [started_at(w) for w in workers]
+    reshaped(cluster, "worker", cores=2)
+    for worker, was in zip(workers, before, strict=True):
+        found = inspect(worker)
+        assert found["HostConfig"]["NanoCpus"] == 2_000_000_000
+        assert started_at(worker) == was, "the container restarted"
+        assert run(worker, "sh", "-c", CPU_LIMIT).split() == ["200000", "100000"]
+
+
+def memory_by_rolling_restart_while_a_job_runs(cluster: Cluster, master) -> None:
+    """2 GB each, which Hadoop's daemons size their heaps from at start: the workers restart
+    one at a time, HDFS staying healthy, and a MapReduce job running meanwhile succeeds."""
+    before = {i: started_at(instance(cluster, "worker", i)) for i in (0, 1)}
+    outcome: dict = {}
+
+    def job() -> None:
+        jar = "/opt/hadoop/share/hadoop/lib/hadoop-mapreduce-examples-*.jar"
+        command = f"hadoop jar {jar} pi 6 200000"
+        code, output = nodes.client(master.node).exec(
+            master.container_id, ["sh", "-c", command], 900
+        )
+        outcome.update(code=code, output=output)
+
+    running_job = threading.Thread(target=job)
+    running_job.start()
+    deadline = time.monotonic() + 120
+    while "application_" not in run(master, "yarn", "application", "-list"):
+        assert time.monotonic() < deadline, "the job never reached YARN"
+        time.sleep(2)
+    done = reshaped(cluster, "worker", memory_mb=2048)
+    running_job.join(timeout=900)
+    assert outcome.get("code") == 0, outcome.get("output", "")[-3000:]
+    assert "Estimated value of Pi is" in outcome["output"]
+    restarts = [e.message for e in done.events.filter(message__contains="restarted on")]
+    assert len(restarts) == 2 and "2048 MB" in restarts[0], restarts
+    for i in (0, 1):
+        worker = instance(cluster, "worker", i)
+        assert started_at(worker) != before[i], "the worker was not restarted"
+        environment = inspect(worker)
+        assert "PLATTER_MEMORY_MB=2048" in environment["Config"]["Env"]
+        assert environment["HostConfig"]["Memory"] == 2048 * 2**20
+    # Both back in service (the worker removed by the shrink is listed Decommissioned).
+    report = run(master, "hdfs", "dfsadmin", "-report", "-live")
+    assert report.count("Decommission Status : Normal") == 2, report
