@@ -293,14 +293,9 @@ def request_start(cluster_id: int, *, actor: Actor = None) -> str:
     return S.CONFIGURING
 
 
-@transaction.atomic
-def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> str:
-    """Resize a running cluster to `workers` instances of its scalable role (resize.py says
-    which, and refuses with ResizeRefused naming why). A grow is checked against the owner's
-    quota now (QuotaExceeded) and reserved all or nothing by the worker; a shrink drains the
-    leaving instances first. Returns the state the cluster is now in (resizing)."""
-    from .resize import ResizeRefused, pinned_options, plan
-
+def _locked_for_resize(cluster_id: int) -> Cluster:
+    """The cluster, its row locked (first in the lock order), if a resize may be asked now;
+    StateConflict naming its state otherwise."""
     cluster = (
         Cluster.objects.select_for_update(of=("self",))
         .select_related("version__product", "revision")
@@ -310,6 +305,18 @@ def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> 
         raise StateConflict(
             f"cluster {cluster.name} is {cluster.state}; only a running cluster can be resized"
         )
+    return cluster
+
+
+@transaction.atomic
+def request_resize(cluster_id: int, workers: object, *, actor: Actor = None) -> str:
+    """Resize a running cluster to `workers` instances of its scalable role (resize.py says
+    which, and refuses with ResizeRefused naming why). A grow is checked against the owner's
+    quota now (QuotaExceeded) and reserved all or nothing by the worker; a shrink drains the
+    leaving instances first. Returns the state the cluster is now in (resizing)."""
+    from .resize import ResizeRefused, pinned_options, plan
+
+    cluster = _locked_for_resize(cluster_id)
     resize = plan(cluster, workers)
     if resize.grows:
         check_quota(cluster.owner_id, resize.demand)
@@ -353,15 +360,7 @@ def request_vertical_resize(
     from . import vertical
     from .resize import ResizeRefused
 
-    cluster = (
-        Cluster.objects.select_for_update(of=("self",))
-        .select_related("version__product", "revision")
-        .get(id=cluster_id)
-    )
-    if cluster.state not in requested_in("resize"):
-        raise StateConflict(
-            f"cluster {cluster.name} is {cluster.state}; only a running cluster can be resized"
-        )
+    cluster = _locked_for_resize(cluster_id)
     change = vertical.plan(cluster, role, cores, memory_mb)
     if change.grows:
         check_quota(cluster.owner_id, change.demand)
