@@ -116,3 +116,30 @@ def wait_for(cluster_id: int, state: str, seconds: float = 120) -> float:
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def lab_version(product: str):
+    """The newest enabled version of `product` whose image every lab node holds, or
+    SystemExit naming what to do."""
+    from apps.catalog.images import missing_images
+    from apps.catalog.models import ProductVersion
+
+    version = (
+        ProductVersion.objects.filter(product__name=product, enabled=True).order_by("-id").first()
+    )
+    if version is None or missing_images(version):
+        title = product.capitalize()
+        raise SystemExit(f"no {title} version whose image the lab nodes hold: ./platter lab up")
+    return version
+
+
+def bench_user(name: str = "bench"):
+    """The bench's user, with the demo's quota."""
+    from django.contrib.auth import get_user_model
+
+    from apps.accounts.models import Quota
+    from apps.lab.management.commands.seed_demo import DEMO_QUOTA
+
+    user = get_user_model().objects.create_user(name)
+    Quota.objects.create(user=user, **DEMO_QUOTA)
+    return user

@@ -150,21 +150,10 @@ def plot(rounds: list[Round], path: Path) -> None:
 
 
 def bench(args) -> list[Round]:
-    from django.contrib.auth import get_user_model
-
-    from apps.accounts.models import Quota
-    from apps.catalog.images import missing_images
-    from apps.catalog.models import ProductVersion
     from apps.clusters import services
-    from apps.lab.management.commands.seed_demo import DEMO_QUOTA
 
-    version = (
-        ProductVersion.objects.filter(product__name="spark", enabled=True).order_by("-id").first()
-    )
-    if version is None or missing_images(version):
-        raise SystemExit("no Spark version whose image the lab nodes hold: ./platter lab up")
-    user = get_user_model().objects.create_user("bench")
-    Quota.objects.create(user=user, **DEMO_QUOTA)
+    version = harness.lab_version("spark")
+    user = harness.bench_user()
     cluster = services.launch(user, version, "bench-jobs", {})
     try:
         wait_for(cluster.id, "running", seconds=600)

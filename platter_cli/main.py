@@ -705,6 +705,68 @@ def idle(cluster: str, minutes: int | None, off: bool, keep_running: bool, as_js
     return emit(body) if as_json else click.echo(render.idle(body))
 
 
+AUTOSCALING_FLAGS = {
+    "min_workers": "--min",
+    "max_workers": "--max",
+    "cooldown_seconds": "--cooldown",
+    "scale_up_factor": "--up",
+    "scale_down_factor": "--down",
+    "min_change": "--min-change",
+    "decommission_timeout_seconds": "--decommission-timeout",
+}
+
+
+@app.command()
+@click.argument("cluster")
+@click.option("--min", "min_workers", type=click.IntRange(0), help="Fewest workers.")
+@click.option("--max", "max_workers", type=click.IntRange(0), help="Most workers.")
+@click.option(
+    "--cooldown",
+    "cooldown_seconds",
+    type=click.IntRange(1),
+    help="Seconds between decisions (>= 120).",
+)
+@click.option(
+    "--up", "scale_up_factor", type=click.FloatRange(0, 1), help="Scale-up factor (0-1, default 1)."
+)
+@click.option(
+    "--down",
+    "scale_down_factor",
+    type=click.FloatRange(0, 1),
+    help="Scale-down factor (0-1, default 1).",
+)
+@click.option(
+    "--min-change", "min_change", type=click.IntRange(1), help="Smallest change made (workers)."
+)
+@click.option(
+    "--decommission-timeout",
+    "decommission_timeout_seconds",
+    type=click.IntRange(0),
+    help="Seconds a drain may take.",
+)
+@click.option("--off", is_flag=True, help="Take the policy away (the size stays).")
+@with_json
+def autoscale(cluster: str, off: bool, as_json: bool, **given: Any) -> None:
+    """A cluster's autoscaling policy: show it, set it (--min and --max at least), or --off.
+    Every cooldown the pending work its product reports (YARN's pending memory, the cores
+    Spark's applications wait for) decides a resize; the events say each decision."""
+    fields = {name: given[name] for name in AUTOSCALING_FLAGS if given[name] is not None}
+    if off and fields:
+        raise click.UsageError("give --off alone")
+    client = connect(AUTOSCALING_FLAGS)
+    cid = cluster_id(client, cluster)
+    if off:
+        client.delete(f"clusters/{cid}/autoscaling")
+        body = None
+    elif fields:
+        if "min_workers" not in fields or "max_workers" not in fields:
+            raise click.UsageError("a policy needs --min and --max")
+        body = client.put(f"clusters/{cid}/autoscaling", fields)
+    else:
+        body = client.get(f"clusters/{cid}")["autoscaling"]
+    return emit(body) if as_json else click.echo(render.autoscaling(body))
+
+
 @app.command()
 @click.argument("cluster")
 @click.argument("sources", nargs=-1, metavar="[CIDR]...")

@@ -317,3 +317,20 @@ def ssh_keys(rows: list[dict]) -> Table:
             str(key["id"]), key["name"], key["type"], key["fingerprint"], when(key["created"])
         )
     return table
+
+
+def autoscaling(policy: dict | None) -> str:
+    """A cluster's autoscaling policy and its last decision, or that it has none."""
+    if not policy:
+        return "No autoscaling policy: the cluster keeps the size it is given."
+    lines = [
+        f"Autoscaling: {policy['min_workers']} to {policy['max_workers']} workers, deciding "
+        f"every {policy['cooldown_seconds']} s (scale up x{policy['scale_up_factor']:g}, down "
+        f"x{policy['scale_down_factor']:g}, at least {policy['min_change']} at a time; drains "
+        f"may take {policy['decommission_timeout_seconds']} s).",
+    ]
+    if policy.get("decision"):
+        lines.append(f"Last decision ({policy['decided_at']}): {policy['decision']}")
+    else:
+        lines.append("No decision yet: the first comes one cooldown after the policy was set.")
+    return "\n".join(lines)

@@ -14,8 +14,9 @@ its own kind (production runs one or more workers per queue, deploy/systemd):
   long as it runs. A job's task is sent only once it is admitted (apps/jobs/admission.py: at
   most JOBS_PER_USER_RUNNING of a user's jobs and JOBS_RUNNING_MAX in all), so the queue never
   holds more than its workers' slots and jobs never take a slot of another kind.
-- idle: the idle probes (workers/idle.py), execs into every running cluster with an idle
-  limit: a tenant's slow container may make a pass slow, so it waits here, not in `periodic`.
+- idle: the idle probes (workers/idle.py) and autoscaling's readings (workers/autoscale.py),
+  execs into every running cluster with an idle limit or a scaling policy: a tenant's slow
+  container may make a pass slow, so it waits here, not in `periodic`.
 - periodic: beat's passes (reconcile, expire leases, admit queued clusters, resume stalled
   ones) and other short housekeeping (the health check's ping). A reconcile pass asks every
   node at once and takes one node timeout at worst; it must not wait behind launches, nor
@@ -38,6 +39,7 @@ ALL_QUEUES = [CLUSTERS, NODES, PERIODIC, JOBS, SSH_KEYS, IDLE]
 # here: which kind of work is it? (workers/tests/test_queues.py checks that each has one.)
 TASK_QUEUES = {
     "platter.ping": PERIODIC,
+    "platter.autoscale": IDLE,  # an exec per cluster with a policy, each within its budget
     "platter.launch_cluster": CLUSTERS,
     "platter.stop_cluster": CLUSTERS,
     "platter.start_cluster": CLUSTERS,

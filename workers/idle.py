@@ -24,10 +24,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from functools import partial
+from typing import TypeVar
 
 from django.conf import settings
 from django.utils import timezone
@@ -43,6 +44,7 @@ from apps.products.base import UsageProbe
 from apps.products.registry import plugin_for
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 PROBE_TIMEOUT = 10  # seconds per exec
 ESTABLISHED, LISTEN = "01", "0A"
 
@@ -136,8 +138,8 @@ def probe_all(clusters: list[Cluster]) -> dict[int, list[str]]:
 
 
 def within_budget(
-    calls: dict[int, Callable[[], list[str]]], budget: float, threads: int
-) -> dict[int, list[str] | None]:
+    calls: Mapping[int, Callable[[], T]], budget: float, threads: int
+) -> dict[int, T | None]:
     """Each call's result, the calls run `threads` at a time; None for one that raised or
     ran past `budget` seconds from its own start (left running, never waited for), or that
     could not start within the pass's own bound (a budget per round of `threads` calls). The
@@ -149,11 +151,11 @@ def within_budget(
     rounds = -(-len(calls) // threads)
     last = time.monotonic() + budget * rounds
 
-    def timed(key: int) -> list[str]:
+    def timed(key: int) -> T:
         started[key] = time.monotonic()
         return calls[key]()
 
-    results: dict[int, list[str] | None] = {}
+    results: dict[int, T | None] = {}
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="idle-probe")
     try:
         pending: dict[int, Future] = {key: pool.submit(timed, key) for key in calls}

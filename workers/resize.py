@@ -25,6 +25,7 @@ import logging
 import shlex
 from dataclasses import replace
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -34,7 +35,7 @@ from apps.clusters import notebook, vertical
 from apps.clusters import perimeter as perimeter_rules
 from apps.clusters import resize as rules
 from apps.clusters.credentials import ENV_PASSWORD, ENV_SECRET, ENV_USER, credentials_of, redact
-from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance
+from apps.clusters.models import Cluster, ClusterEvent, DiskAllocation, Instance, ScalingPolicy
 from apps.clusters.reservation import Rejection, reserve_added
 from apps.clusters.transitions import record_event, transition
 from apps.inventory.models import Address, Disk, Network
@@ -400,6 +401,10 @@ class NodeOperator:
         self.cluster = cluster
         self.cluster_id = cluster.id
         self.plugin: ProductPlugin = plugin_for(cluster.definition)
+        policy = ScalingPolicy.objects.filter(cluster_id=cluster.id).first()
+        self.drain_seconds = (
+            policy.decommission_timeout_seconds if policy else settings.RESIZE_DRAIN_SECONDS
+        )
 
     def _instances(self, ids) -> list[Instance]:
         return list(Instance.objects.filter(id__in=ids).select_related("node", "address"))

@@ -10,6 +10,7 @@ from apps.clusters import admission, services
 from apps.clusters import perimeter as perimeter_rules
 from apps.usage import budgets
 
+from . import autoscale as autoscaling
 from . import idle, operations, perimeter, reconciler
 
 
@@ -29,6 +30,13 @@ def expire_leases() -> list[int]:
 def stop_idle() -> dict[str, list[int]]:
     """Warn, then stop (data kept), running clusters unused for their idle limit; by beat."""
     return idle.check_idle_clusters()
+
+
+@shared_task(name="platter.autoscale")
+def autoscale() -> dict[str, list[int]]:
+    """Read the pending work of clusters with a scaling policy and decide those past their
+    cooldown; run by beat."""
+    return autoscaling.run_pass()
 
 
 @shared_task(name="platter.warn_budgets")

@@ -18,6 +18,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from apps.catalog.images import ImageUnavailable
 from apps.catalog.options import OptionsError
+from apps.clusters.autoscale import PolicyRefused
 from apps.clusters.quotas import QuotaExceeded
 from apps.clusters.resize import ResizeRefused
 from apps.clusters.services import (
@@ -84,9 +85,12 @@ def translate(exc: Exception) -> Exception:
         )
     if isinstance(exc, ReuseError):
         return ApiError(400, "invalid_reuse", str(exc), fields={"reuse_data_from": str(exc)})
+    if isinstance(exc, PolicyRefused):
+        named = {"fields": {exc.field: str(exc)}} if exc.field else {}
+        return ApiError(400, "policy_refused", str(exc), **named)
     if isinstance(exc, ResizeRefused):
-        fields = {exc.field: str(exc)} if exc.field else None
-        return ApiError(400, "resize_refused", str(exc), fields=fields)
+        named = {"fields": {exc.field: str(exc)}} if exc.field else {}
+        return ApiError(400, "resize_refused", str(exc), **named)
     if isinstance(exc, TooManyNodeCalls):
         return ApiError(429, "too_many_node_calls", str(exc), limit=exc.limit)
     if isinstance(exc, TooManyStreams):

@@ -20,6 +20,7 @@ class AuditEvent(models.Model):
         CLUSTER_DESTROY = "cluster.destroy"
         CLUSTER_EXTEND = "cluster.extend"
         CLUSTER_RESIZE = "cluster.resize"
+        CLUSTER_AUTOSCALING = "cluster.autoscaling"
         QUOTA_CHANGE = "quota.change"
         TOKEN_CREATE = "token.create"  # noqa: S105 (action names, not secrets)
         TOKEN_REVOKE = "token.revoke"  # noqa: S105

@@ -1,7 +1,16 @@
 from django.contrib import admin, messages
 
 from . import leftovers, services, usage_admin
-from .models import Cluster, ClusterEvent, DiskAllocation, IdlePolicy, Instance, Leftover
+from .models import (
+    Cluster,
+    ClusterEvent,
+    DiskAllocation,
+    GroupScaling,
+    IdlePolicy,
+    Instance,
+    Leftover,
+    ScalingPolicy,
+)
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -126,6 +135,23 @@ class IdlePolicyAdmin(admin.ModelAdmin):
 
     list_display = ["group", "idle_limit_minutes"]
     search_fields = ["group__name"]
+
+
+@admin.register(GroupScaling)
+class GroupScalingAdmin(admin.ModelAdmin):
+    """A quota group's autoscaling defaults and limit (apps.clusters.autoscale)."""
+
+    list_display = ["group", "max_workers", "default_min_workers", "default_max_workers"]
+    search_fields = ["group__name"]
+
+
+@admin.register(ScalingPolicy)
+class ScalingPolicyAdmin(admin.ModelAdmin):
+    """Clusters' autoscaling policies and their last decisions (set by their owners)."""
+
+    list_display = ["cluster", "min_workers", "max_workers", "cooldown_seconds", "decided_at"]
+    readonly_fields = ["decided_at", "decision"]
+    search_fields = ["cluster__name", "cluster__owner__username"]
 
 
 # The accounts' Quota and the inventory's Node pages again, with what the clusters use.

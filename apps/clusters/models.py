@@ -206,6 +206,79 @@ class ResourceChange(models.Model):
         )
 
 
+class ScalingPolicy(models.Model):
+    """A cluster's autoscaling policy (apps/clusters/autoscale.py), with Dataproc's fields: every
+    cooldown, the pending work its plugin reports, averaged, decides a resize within
+    [min_workers, max_workers] through the resize path."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="scaling_policy")
+    min_workers = models.PositiveIntegerField()
+    max_workers = models.PositiveIntegerField()
+    cooldown_seconds = models.PositiveIntegerField(default=120)
+    scale_up_factor = models.FloatField(default=1.0)
+    scale_down_factor = models.FloatField(default=1.0)
+    min_change = models.PositiveIntegerField(default=1)
+    decommission_timeout_seconds = models.PositiveIntegerField(default=600)
+    created = models.DateTimeField(auto_now_add=True)
+    # The cooldown runs from the last decision (or from the policy's creation); its words.
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(min_workers__lte=models.F("max_workers")),
+                name="scaling_min_at_most_max",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(scale_up_factor__gte=0, scale_up_factor__lte=1)
+                & models.Q(scale_down_factor__gte=0, scale_down_factor__lte=1),
+                name="scaling_factors_within_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: {self.min_workers}-{self.max_workers} workers"
+
+
+class GroupScaling(models.Model):
+    """What a quota group's staff decide for its members' autoscaling: a default policy their
+    new Hadoop and Spark clusters get (default_min_workers and default_max_workers both set),
+    and the most workers any member's policy may reach."""
+
+    group = models.OneToOneField("auth.Group", on_delete=models.CASCADE, related_name="scaling")
+    max_workers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="No member's policy may reach more workers (empty: any)"
+    )
+    default_min_workers = models.PositiveIntegerField(null=True, blank=True)
+    default_max_workers = models.PositiveIntegerField(null=True, blank=True)
+    default_cooldown_seconds = models.PositiveIntegerField(default=120)
+    default_scale_down_factor = models.FloatField(default=1.0)
+
+    class Meta:
+        verbose_name_plural = "group scaling"
+
+    def __str__(self) -> str:
+        return f"{self.group}: autoscaling defaults and limits"
+
+
+class LoadSample(models.Model):
+    """One reading of a cluster's pending work by its plugin (autoscale.Load)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="load_samples")
+    at = models.DateTimeField()
+    pending = models.FloatField()
+    available = models.FloatField()
+    per_worker = models.FloatField()
+    unit = models.CharField(max_length=16)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "at"], name="load_sample_by_cluster_at")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} at {self.at:%H:%M:%S}: pending {self.pending} {self.unit}"
+
+
 class DiskAllocation(models.Model):
     disk = models.ForeignKey("inventory.Disk", on_delete=models.PROTECT, related_name="allocations")
     instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="allocations")

@@ -20,7 +20,7 @@ from apps.catalog.options import ClusterSpec
 from apps.catalog.revisions import current_revision
 from apps.tasks import bus
 
-from . import idle, placement, preview
+from . import autoscale, idle, placement, preview
 from .admission import admit_queued
 from .models import Cluster, Instance
 from .names import NameTaken, create_named
@@ -157,6 +157,7 @@ def create_cluster(
     )
     add_instances(cluster, instances)
     record_event(cluster.id, "queued")
+    autoscale.apply_group_default(cluster)  # the owner's groups' default policy, if any
     record(
         Action.CLUSTER_LAUNCH,
         actor or owner,

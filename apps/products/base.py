@@ -13,6 +13,8 @@ product (apps/products/<name>/plugin.py) behind ``ProductPlugin``:
 - its notebook readiness (``notebook_probe``);
 - vertical resize: whether it uses changed memory without a restart (``memory_live``) and
   when an instance restarted with new figures is back (``restarted``);
+- autoscaling: what "pending work" means for it (``load_command`` run in a member's
+  container, its answer read by ``load_of``);
 - connection strings the catalog's templates cannot express (``connections``).
 
 How a product plugs in: write a class with these members (subclass ``BasePlugin`` to take
@@ -93,6 +95,25 @@ class ResizeAsk:
 
 
 @dataclass(frozen=True)
+class Load:
+    """One reading of a cluster's pending work (autoscaling's signal), in the plugin's unit."""
+
+    pending: float  # asked for and not granted (YARN's pending MB; cores Spark waits for)
+    available: float  # capacity granted to no one now, same unit
+    per_worker: float  # what one more worker adds, same unit
+    unit: str  # "MB", "cores"
+
+
+def figure(answer: Any, key: str, most: float = 1e9) -> float:
+    """A number from a product's answer, which its root users control: a finite number from
+    0 to `most`, or ValueError."""
+    value = answer.get(key) if isinstance(answer, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"{key} is not a number: {value!r}"[:120])
+    return float(min(max(value, 0), most))
+
+
+@dataclass(frozen=True)
 class Member:
     """An active instance of the cluster as a plugin sees it."""
 
@@ -110,6 +131,9 @@ class Operator(Protocol):
     retries them); a command that fails raises ResizeFailed."""
 
     cluster_id: int
+    # How long a drain may take: the autoscaling policy's graceful-decommission timeout when
+    # the cluster has one, else RESIZE_DRAIN_SECONDS.
+    drain_seconds: int
 
     def members(self) -> list[Member]: ...  # active instances, by id
 
@@ -204,6 +228,8 @@ class ProductPlugin(Protocol):
     notebook_probe: ClassVar[NotebookProbe | None]
     drain_words: ClassVar[str]  # what a user reads while leaving members drain
     memory_live: ClassVar[bool]  # uses a changed memory limit without a restart
+    # Autoscaling's reading: (role, argv) run in the first member of the role; None: none.
+    load_command: ClassVar[tuple[str, list[str]] | None]
 
     def resizable_roles(self, roles: dict[str, bool]) -> list[str]: ...
 
@@ -218,6 +244,8 @@ class ProductPlugin(Protocol):
     def drain(self, op: Operator, leaving: list[Member]) -> None: ...
 
     def restarted(self, op: Operator, member: Member) -> None: ...
+
+    def load_of(self, answer: Any) -> Load: ...
 
     def job_argv(self, job: JobLike, local: Any) -> list[str]: ...
 
@@ -243,6 +271,7 @@ class BasePlugin:
     # A heap or cache sized at start cannot use more (JVMs, GOMEMLIMIT): a memory change
     # restarts the instances one at a time unless a plugin says its product follows the limit.
     memory_live: ClassVar[bool] = False
+    load_command: ClassVar[tuple[str, list[str]] | None] = None
     # Roles whose members may come and go; () with stateless roles only (resizable_roles).
     resizable: ClassVar[tuple[str, ...]] = ()
 
@@ -281,6 +310,10 @@ class BasePlugin:
         resize), is back in the product: by default once the product's checks pass again (a
         grow's). ResizeFailed when it does not come back."""
         op.configure_again()
+
+    def load_of(self, answer: Any) -> Load:
+        """The pending work in `answer` (load_command's JSON); ValueError when it holds none."""
+        raise ValueError(f"{self.name} reports no pending work")
 
     def job_argv(self, job: JobLike, local: Any) -> list[str]:
         raise ValueError(f"{self.name} runs no jobs")

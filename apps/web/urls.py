@@ -23,6 +23,7 @@ urlpatterns = [
         name="resize-preview",
     ),
     path("clusters/<int:cluster_id>/reshape", resize.cluster_reshape, name="reshape"),
+    path("clusters/<int:cluster_id>/autoscaling", resize.cluster_autoscaling, name="autoscaling"),
     path(
         "clusters/<int:cluster_id>/reshape/preview",
         resize.cluster_reshape_preview,

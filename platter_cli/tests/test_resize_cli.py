@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from apps.clusters.models import Cluster
+from apps.clusters.models import Cluster, ScalingPolicy
 from apps.clusters.tests.factories import make_network, make_node
 from apps.inventory.models import Disk
 from apps.nodes.fake import FakeNodes
@@ -80,3 +80,22 @@ def test_resize_gives_a_role_new_cores_or_memory(logged_in, demo_cluster):
     assert asked.stdout == f"Cluster {demo_cluster.id} ({demo_cluster.name}) is resizing.\n"
     worker = demo_cluster.instances.get(role="worker", active=True)
     assert (worker.cores, worker.memory_mb) == (2, 128)
+
+
+def test_autoscale_sets_shows_and_takes_away_a_policy(logged_in, alice, catalog_loaded):
+    make_network()
+    for _ in range(3):
+        make_node(disks={"hdd": 4, "ssd": 4})
+    with FakeNodes():
+        spark = running(alice, "spark", size=1, mem=1024)
+    shown = logged_in("autoscale", spark.name)
+    assert shown.returncode == 0 and shown.stdout.startswith("No autoscaling policy")
+    refused = logged_in("autoscale", spark.name, "--min", "1", "--max", "3", "--cooldown", "5")
+    assert refused.returncode == 1 and "the cooldown must be at least 120 s" in refused.stderr
+    assert logged_in("autoscale", spark.name, "--min", "1").returncode == 2
+    made = logged_in("autoscale", spark.name, "--min", "1", "--max", "3", "--down", "0.5")
+    assert made.returncode == 0, made
+    assert made.stdout.startswith("Autoscaling: 1 to 3 workers, deciding every 120 s")
+    assert "down x0.5" in made.stdout and "No decision yet" in made.stdout
+    assert logged_in("autoscale", spark.name, "--off").returncode == 0
+    assert not ScalingPolicy.objects.exists()

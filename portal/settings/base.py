@@ -182,6 +182,15 @@ CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "platter.reconcile", "schedule": 30
 CELERY_BEAT_SCHEDULE["resume-stalled"] = {"task": "platter.resume_stalled", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["warn-budgets"] = {"task": "platter.warn_budgets", "schedule": 300.0}
 CELERY_BEAT_SCHEDULE["stop-idle"] = {"task": "platter.stop_idle", "schedule": 60.0}
+# Autoscaling (apps/clusters/autoscale.py): each cluster with a policy is read this often; a
+# policy's cooldown is never shorter than the minimum; one reading gets this long at most.
+AUTOSCALE_SAMPLE_SECONDS = envint("PLATTER_AUTOSCALE_SAMPLE_SECONDS", 15)
+AUTOSCALE_MIN_COOLDOWN_SECONDS = envint("PLATTER_AUTOSCALE_MIN_COOLDOWN_SECONDS", 120)
+AUTOSCALE_READ_SECONDS = envint("PLATTER_AUTOSCALE_READ_SECONDS", 30)
+CELERY_BEAT_SCHEDULE["autoscale"] = {
+    "task": "platter.autoscale",
+    "schedule": float(AUTOSCALE_SAMPLE_SECONDS),
+}
 # The idle pass probes clusters in parallel (IDLE_PROBE_THREADS at once); a cluster whose probes
 # take longer than IDLE_PROBE_BUDGET_SECONDS counts as seen unused this pass, and the pass goes on.
 IDLE_PROBE_BUDGET_SECONDS = envint("PLATTER_IDLE_PROBE_BUDGET_SECONDS", 30)

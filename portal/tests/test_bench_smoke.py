@@ -188,6 +188,7 @@ def without_the_lab(monkeypatch, settings, tmp_path) -> Iterator[dict]:
     ("name", "argv"),
     [
         ("jobs", ["--rounds", "1"]),
+        ("autoscaling", ["--tasks", "2", "--task-seconds", "1"]),
         ("time_to_ready", ["--sizes", "1", "--repeat", "1"]),
         ("time_to_ready", ["--products", "spark", "--repeat", "1"]),
         ("terasort", ["--size-mb", "1", "--repeat", "1", "--layouts", "1", "--workers", "2"]),

@@ -61,11 +61,11 @@ def test_every_platter_task_goes_to_a_queue_the_workers_consume():
 
 def test_beat_work_is_periodic_expires_and_everything_routed_has_a_time_limit():
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
-        # The idle probes exec into tenants' containers: a queue of their own, so a slow one
-        # never holds the slots of reconcile, leases, admission or adoption.
-        assert queue_of(entry["task"]) == (
-            IDLE if entry["task"] == "platter.stop_idle" else PERIODIC
-        )
+        # The idle probes and autoscaling's readings exec into tenants' containers: a queue
+        # of their own, so a slow one never holds the slots of reconcile, leases, admission
+        # or adoption.
+        probing = entry["task"] in ("platter.stop_idle", "platter.autoscale")
+        assert queue_of(entry["task"]) == (IDLE if probing else PERIODIC)
         assert entry["options"]["expires"] == entry["schedule"]
     for name in settings.CELERY_TASK_ROUTES:
         assert app.tasks[name].time_limit, f"{name} may run forever"

@@ -6,10 +6,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.options import DISK_KINDS
-from apps.clusters import connection, idle, notebook, perimeter, queue_position
+from apps.clusters import autoscale, connection, idle, notebook, perimeter, queue_position
 from apps.clusters.data_path import InstanceDataPath, data_path, label_destinations
 from apps.clusters.launch_requests import LEASE_MAX_HOURS, LEASE_MIN_HOURS, MAX_ID
-from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.models import Cluster, ClusterEvent, Instance, ScalingPolicy
 from apps.clusters.provisioning import launch_provisioning
 from apps.tokens.authentication import secrets_withheld
 
@@ -267,6 +267,24 @@ class PerimeterSerializer(serializers.Serializer):
     )
 
 
+class AutoscalingSerializer(serializers.Serializer):
+    """A cluster's autoscaling policy (Dataproc's fields). Every cooldown the pending work its
+    product reports (YARN's pending memory; the cores Spark's applications wait for), averaged,
+    decides a resize within [min_workers, max_workers] through the resize path."""
+
+    min_workers = serializers.IntegerField(min_value=0)
+    max_workers = serializers.IntegerField(min_value=0)
+    cooldown_seconds = serializers.IntegerField(
+        required=False, help_text="at least the site's minimum (120 s)"
+    )
+    scale_up_factor = serializers.FloatField(required=False, min_value=0, max_value=1)
+    scale_down_factor = serializers.FloatField(required=False, min_value=0, max_value=1)
+    min_change = serializers.IntegerField(required=False, min_value=1)
+    decommission_timeout_seconds = serializers.IntegerField(required=False, min_value=0)
+    decided_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    decision = serializers.CharField(read_only=True, help_text="the last decision, in words")
+
+
 class NotebookStateSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["adding", "starting", "ready", "stopped", "failed"])
     words = serializers.CharField(help_text="the state in words, with the reason of a failure")
@@ -277,6 +295,7 @@ class ClusterDetailSerializer(ClusterSerializer):
     timestamps = serializers.SerializerMethodField()
     notebook = serializers.SerializerMethodField()
     idle = serializers.SerializerMethodField()
+    autoscaling = serializers.SerializerMethodField()
     instances = InstanceSerializer(many=True)
     endpoints = serializers.SerializerMethodField()
     connection = serializers.SerializerMethodField()
@@ -305,6 +324,7 @@ class ClusterDetailSerializer(ClusterSerializer):
             "provisioning",
             "data_path",
             "idle",
+            "autoscaling",
             "notebook",
             "allowed_sources",
             "site_sources",
@@ -321,6 +341,12 @@ class ClusterDetailSerializer(ClusterSerializer):
         null when the cluster has none."""
         found = notebook.state_of(cluster)
         return NotebookStateSerializer(found).data if found else None
+
+    @extend_schema_field(AutoscalingSerializer(allow_null=True))
+    def get_autoscaling(self, cluster: Cluster) -> dict | None:
+        """The autoscaling policy and its last decision; null without one."""
+        policy = autoscale.policy_of(cluster)
+        return AutoscalingSerializer(policy).data if policy else None
 
     @extend_schema_field(IdleStatusSerializer)
     def get_idle(self, cluster: Cluster) -> dict:
@@ -505,6 +531,7 @@ def detail_dict(request, cluster: Cluster) -> dict:
             "stops_at": _when(idle_status["stops_at"]),
             "warned": _yes(idle_status["warned"]),
         },
+        "autoscaling": _autoscaling(autoscale.policy_of(cluster)),
         "notebook": {
             "state": _text(found.state),
             "words": _text(found.words),
@@ -593,3 +620,20 @@ class ResizeSerializer(serializers.Serializer):
 
 class ExtendedSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
+
+
+def _autoscaling(policy: ScalingPolicy | None) -> dict | None:
+    """AutoscalingSerializer's answer, by hand (as the rest of detail_dict)."""
+    if policy is None:
+        return None
+    return {
+        "min_workers": policy.min_workers,
+        "max_workers": policy.max_workers,
+        "cooldown_seconds": policy.cooldown_seconds,
+        "scale_up_factor": float(policy.scale_up_factor),
+        "scale_down_factor": float(policy.scale_down_factor),
+        "min_change": policy.min_change,
+        "decommission_timeout_seconds": policy.decommission_timeout_seconds,
+        "decided_at": _when(policy.decided_at),
+        "decision": _text(policy.decision),
+    }

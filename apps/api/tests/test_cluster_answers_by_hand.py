@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from apps.api.serializers.clusters import ClusterDetailSerializer, ClusterSerializer
 from apps.api.views.clusters import detail_queryset
 from apps.clusters import notebook
-from apps.clusters.models import Cluster, ClusterEvent, Instance
+from apps.clusters.models import Cluster, ClusterEvent, Instance, ScalingPolicy
 from apps.clusters.reservation import Reservation, reserve
 from apps.clusters.tests.factories import make_network, make_node
 
@@ -50,6 +50,14 @@ def shapes(alice, demo, pool) -> list[Cluster]:
     )
     ClusterEvent.objects.create(cluster=running, message="configuring")
     ClusterEvent.objects.create(cluster=running, message="running")
+    ScalingPolicy.objects.create(
+        cluster=running,
+        min_workers=1,
+        max_workers=4,
+        scale_down_factor=0.5,
+        decided_at=now,
+        decision="pending 2 cores, available 0 cores over 2 min; +2 workers",
+    )
     queued = [make_cluster(alice, demo, size=1) for _ in range(2)]
     Cluster.objects.filter(id=queued[1].id).update(reason="no room: 2 cores short")
     failed = placed(alice, demo, size=1, failed_at=now)
@@ -107,6 +115,8 @@ def test_the_detail_is_the_serializers_to_the_byte(caller, shapes, frozen):
     bodies = [caller.get(f"/api/v1/clusters/{c.id}").json() for c in shapes]
     assert bodies[0]["instances"][0]["disks"] and bodies[0]["expires_at"]
     assert bodies[0]["idle"]["effective_limit_minutes"] == 30
+    assert bodies[0]["autoscaling"]["scale_down_factor"] == 0.5
+    assert bodies[1]["autoscaling"] is None
     assert bodies[2]["queue"]["position"] == 2
     assert bodies[3]["events"][-1]["level"] == "error"
     assert bodies[4]["notebook"]["state"] == "adding"

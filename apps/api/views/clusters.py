@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import idle, logs, perimeter, services
+from apps.clusters import autoscale, idle, logs, perimeter, services
 from apps.clusters.models import Cluster, DiskAllocation, Instance
 from apps.nodes import NodeError
 from apps.usage import growth
@@ -28,6 +28,7 @@ from ..schema import ErrorSerializer
 from ..serializers.clusters import (
     LIST_COLUMNS,
     AllowedSourcesSerializer,
+    AutoscalingSerializer,
     ClusterCreateSerializer,
     ClusterDetailSerializer,
     ClusterSerializer,
@@ -64,7 +65,7 @@ def detail_queryset(base: QuerySet[Cluster] | None = None) -> QuerySet[Cluster]:
     )
     return idle.with_group_limits(
         (base if base is not None else Cluster.objects.all())
-        .select_related("owner", "version__product", "revision", "credentials")
+        .select_related("owner", "version__product", "revision", "credentials", "scaling_policy")
         .prefetch_related(Prefetch("instances", queryset=instances), "events")
     )
 
@@ -269,6 +270,32 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericVi
         idle.keep_running(cluster.id)
         cluster.refresh_from_db()
         return Response(IdleStatusSerializer(idle.status(cluster)).data)
+
+    @extend_schema(
+        methods=["PUT"],
+        request=AutoscalingSerializer,
+        responses={200: AutoscalingSerializer},
+    )
+    @extend_schema(methods=["GET"], responses={200: AutoscalingSerializer})
+    @extend_schema(methods=["DELETE"], request=None, responses={204: None})
+    @action(detail=True, methods=["get", "put", "delete"])
+    def autoscaling(self, request: Request, **kwargs) -> Response:
+        """The cluster's autoscaling policy: GET it (404 without one), PUT one (its cooldown
+        starts again; 400 naming a field that is wrong, or a product that reports no pending
+        work), DELETE it (the cluster keeps its size)."""
+        cluster = self.get_object()
+        if request.method == "DELETE":
+            autoscale.remove_policy(cluster.id, actor=request.user)
+            return Response(status=204)
+        if request.method == "PUT":
+            asked = AutoscalingSerializer(data=request.data)
+            asked.is_valid(raise_exception=True)
+            policy = autoscale.set_policy(cluster.id, asked.validated_data, actor=request.user)
+            return Response(AutoscalingSerializer(policy).data)
+        found = autoscale.policy_of(cluster)
+        if found is None:
+            raise ApiError(404, "not_found", f"cluster {cluster.name} has no autoscaling policy")
+        return Response(AutoscalingSerializer(found).data)
 
     @extend_schema(
         request=AllowedSourcesSerializer,

@@ -42,7 +42,8 @@ def drain(op: Operator, leaving: list[Member]) -> None:
     NodeManagers (the tasks running there finish; none start there meanwhile): refused when
     their data would not fit on the workers that stay; done once the NameNode says each is
     Decommissioned and YARN runs nothing more on them, with the blocks and containers left as
-    events; past RESIZE_DRAIN_SECONDS they go back into service and the resize fails."""
+    events; past the drain's time (op.drain_seconds) they go back into service and the resize
+    fails."""
     head = master(op)
     # A resumed resize: containers stopped only once decommissioned (below) are done.
     leaving = [m for m in leaving if op.running(m)]
@@ -63,7 +64,7 @@ def drain(op: Operator, leaving: list[Member]) -> None:
     names = [m.hostname for m in leaving]
     set_excluded(op, head, ips, names, True)
     op.event(f"HDFS and YARN decommission of {', '.join(names)} started")
-    deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+    deadline = time.monotonic() + op.drain_seconds
     said = ""
     while True:
         report = hdfs_nodes(op, head)
@@ -86,7 +87,7 @@ def drain(op: Operator, leaving: list[Member]) -> None:
         if time.monotonic() > deadline:
             set_excluded(op, head, ips, names, False)  # back into service
             raise ResizeFailed(
-                f"the decommission did not end in {settings.RESIZE_DRAIN_SECONDS} s "
+                f"the decommission did not end in {op.drain_seconds} s "
                 f"({left} blocks left to replicate, {running} YARN containers still "
                 "running); the workers are back in service"
             )
@@ -106,7 +107,7 @@ def set_excluded(op: Operator, master: Member, ips: list[str], names: list[str],
     ResourceManager lets the containers running there end (for RESIZE_DRAIN_SECONDS at
     most, which drain waits for) instead of killing them."""
     command = [ADMIN, "exclude", "add" if add else "remove", "--ips", *ips, "--names", *names]
-    admin(op, master, [*command, "--graceful", str(settings.RESIZE_DRAIN_SECONDS)], 180)
+    admin(op, master, [*command, "--graceful", str(op.drain_seconds)], 180)
 
 
 def admit(op: Operator, added: list[Member]) -> None:

@@ -6,7 +6,17 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from ..base import AppPage, BasePlugin, JobLike, Member, Operator, ResizeAsk, UsageProbe
+from ..base import (
+    AppPage,
+    BasePlugin,
+    JobLike,
+    Load,
+    Member,
+    Operator,
+    ResizeAsk,
+    UsageProbe,
+    figure,
+)
 from . import decommission
 
 MAPREDUCE = "mapreduce"
@@ -41,6 +51,19 @@ class HadoopPlugin(BasePlugin):
         "HDFS copies the leaving workers' blocks to the others and YARN lets their tasks end "
         "(decommission); they are removed once the NameNode says Decommissioned"
     )
+
+    # YARN's pending memory: what its applications asked for and the scheduler could not place.
+    load_command = ("master", [decommission.ADMIN, "yarn-load"])
+
+    def load_of(self, answer: Any) -> Load:
+        nodes = figure(answer, "nodes", 10_000)
+        total = figure(answer, "total_mb")
+        return Load(
+            pending=figure(answer, "pending_mb"),
+            available=figure(answer, "available_mb"),
+            per_worker=total / nodes if nodes else 0.0,
+            unit="MB",
+        )
 
     def resize_refusal(self, ask: ResizeAsk) -> str | None:
         refusal = super().resize_refusal(ask)

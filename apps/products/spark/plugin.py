@@ -5,6 +5,7 @@ kernels as signals of use, JupyterLab's readiness."""
 import re
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 
@@ -12,12 +13,14 @@ from ..base import (
     AppPage,
     BasePlugin,
     JobLike,
+    Load,
     Member,
     NotebookProbe,
     Operator,
     ResizeFailed,
     UsageProbe,
     admin,
+    figure,
 )
 
 PYSPARK, SPARK_JAR = "pyspark", "spark-jar"
@@ -30,12 +33,12 @@ NOTEBOOK_READY = '"ready": true'
 
 def drain(op: Operator, leaving: list[Member]) -> None:
     """Spark workers leave once no executor runs on them (cores used 0 on the master's
-    status), or the resize fails past RESIZE_DRAIN_SECONDS."""
+    status), or the resize fails past the drain's time (op.drain_seconds)."""
     master = next((m for m in op.members() if m.role == "master"), None)
     if master is None:
         raise ResizeFailed("the cluster has no running master")
     names = {m.hostname for m in leaving} | {m.ip for m in leaving if m.ip}
-    deadline = time.monotonic() + settings.RESIZE_DRAIN_SECONDS
+    deadline = time.monotonic() + op.drain_seconds
     while True:
         workers = admin(op, master, [ADMIN, "workers", "--master", master.hostname], 60)
         busy = [
@@ -48,7 +51,7 @@ def drain(op: Operator, leaving: list[Member]) -> None:
         if time.monotonic() > deadline:
             raise ResizeFailed(
                 f"executors still run on {', '.join(busy)} after "
-                f"{settings.RESIZE_DRAIN_SECONDS} s; the workers stay"
+                f"{op.drain_seconds} s; the workers stay"
             )
         op.event(f"waiting for executors to end on {len(busy)} workers")
         time.sleep(settings.RESIZE_POLL_SECONDS)
@@ -83,8 +86,19 @@ class SparkPlugin(BasePlugin):
     notebook_probe = NotebookProbe(NOTEBOOK_ROLE, [ADMIN, "notebook-status"], NOTEBOOK_READY)
     drain_words = "leaving workers are removed once no executor runs on them"
 
+    # The cores running applications' stages wait for, within each one's spark.cores.max.
+    load_command = ("master", [ADMIN, "load"])
+
     def drain(self, op: Operator, leaving: list[Member]) -> None:
         drain(op, leaving)
+
+    def load_of(self, answer: Any) -> Load:
+        return Load(
+            pending=figure(answer, "pending_cores", 100_000),
+            available=figure(answer, "free_cores", 100_000),
+            per_worker=figure(answer, "cores_per_worker", 1_000),
+            unit="cores",
+        )
 
     def job_argv(self, job: JobLike, local: Callable[[str], str]) -> list[str]:
         """spark-submit (client mode: the driver runs here, inside the cluster's network,

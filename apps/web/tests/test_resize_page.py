@@ -12,16 +12,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def page(client, alice):
+def signed_in(client, alice):
+    """alice signed in, the catalog loaded, three fake nodes of 4 HDDs and 4 SSDs."""
     from django.core.management import call_command
 
     call_command("load_catalog", verbosity=0)
     make_network()
-    for _ in range(2):
-        make_node(disks={"hdd": 4})
+    for _ in range(3):
+        make_node(disks={"hdd": 4, "ssd": 4})
     client.force_login(alice)
     with FakeNodes():
-        yield client, running(alice, "demo", size=1, mem=64)
+        yield client
+
+
+@pytest.fixture
+def page(signed_in, alice):
+    return signed_in, running(alice, "demo", size=1, mem=64)
 
 
 def test_the_page_offers_a_resize_within_the_bounds_and_previews_a_grow(page):
@@ -77,3 +83,26 @@ def test_the_page_previews_and_asks_new_cores_and_memory_for_a_role(page):
     assert again.status_code == 302
     html = client.get(f"/clusters/{cluster.id}/").content.decode()
     assert "Cannot resize: cluster" in html and "is resizing" in html
+
+
+def test_the_page_sets_and_takes_away_an_autoscaling_policy(signed_in, alice):
+    from apps.clusters.models import ScalingPolicy
+
+    client = signed_in
+    spark = running(alice, "spark", size=1, mem=1024)
+    page = f"/clusters/{spark.id}/"
+    assert 'id="autoscaling-form"' in client.get(page).content.decode()
+    form = {"min_workers": "1", "max_workers": "3", "cooldown_seconds": "60"}
+    refused = client.post(f"/clusters/{spark.id}/autoscaling", form, follow=True)
+    assert "Cannot set autoscaling: the cooldown must be at least 120 s" in (
+        refused.content.decode()
+    )
+    form["cooldown_seconds"] = "180"
+    made = client.post(f"/clusters/{spark.id}/autoscaling", form, follow=True).content
+    assert "Autoscaling set" in made.decode()
+    assert "Autoscaling: 1\N{EN DASH}3 workers, deciding every 180 s" in made.decode()
+    assert ScalingPolicy.objects.get(cluster=spark).cooldown_seconds == 180
+    client.post(f"/clusters/{spark.id}/autoscaling", {"off": "1"})
+    assert not ScalingPolicy.objects.exists()
+    demo = running(alice, "demo", size=1, mem=64)  # reports no pending work
+    assert 'id="autoscaling-form"' not in client.get(f"/clusters/{demo.id}/").content.decode()

@@ -26,7 +26,7 @@ from portal import streams
 from ..htmx import htmx_partial
 from .mine import my_clusters
 from .perimeter import sources_panel
-from .resize import instance_sizes, notebook_form, resize_form
+from .resize import autoscaling_form, instance_sizes, notebook_form, resize_form
 
 S = Cluster.State
 # While a cluster is in one of these, its page polls for news.
@@ -128,6 +128,7 @@ def cluster_detail(request: HttpRequest, cluster_id: int) -> HttpResponse:
         "idle": idle.status(cluster),
         "resize": resize_form(cluster),
         "instance_sizes": instance_sizes(cluster),
+        "autoscaling": autoscaling_form(cluster),
         "notebook": notebook,
         "job_kinds": job_kinds(cluster),  # none: no Jobs section (the plugin runs no jobs)
         **sources_panel(cluster),

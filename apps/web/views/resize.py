@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.requests import signed_in_user
-from apps.clusters import notebook, resize, services, vertical
+from apps.clusters import autoscale, notebook, resize, services, vertical
 from apps.clusters.models import Cluster
 from apps.clusters.preview import LaunchPreview, capacity_fit, quota_usage
 from apps.clusters.quotas import QuotaExceeded
@@ -186,4 +186,54 @@ def cluster_reshape(request: HttpRequest, cluster_id: int) -> HttpResponse:
         messages.success(
             request, f"Changing the {role}s' cores and memory: follow it in the events below."
         )
+    return redirect("web:cluster", cluster_id=cluster.id)
+
+
+def autoscaling_form(cluster: Cluster) -> dict:
+    """The page's autoscaling area: the policy and its last decision, and whether this
+    cluster's product reports the pending work a policy needs (its size role's bounds)."""
+    policy = autoscale.policy_of(cluster)
+    try:
+        scaling = resize.scaling_of(cluster)
+    except resize.ResizeRefused:
+        scaling = None
+    from apps.products.registry import plugin_for
+
+    offered = scaling is not None and plugin_for(cluster.definition).load_command is not None
+    return {"policy": policy, "scaling": scaling, "offered": offered}
+
+
+AUTOSCALING_FIELDS = {
+    "min_workers": forms.IntegerField(min_value=0),
+    "max_workers": forms.IntegerField(min_value=0),
+    "cooldown_seconds": forms.IntegerField(min_value=1, required=False),
+    "scale_up_factor": forms.FloatField(min_value=0, max_value=1, required=False),
+    "scale_down_factor": forms.FloatField(min_value=0, max_value=1, required=False),
+    "min_change": forms.IntegerField(min_value=1, required=False),
+    "decommission_timeout_seconds": forms.IntegerField(min_value=0, required=False),
+}
+
+
+@login_required
+@require_POST
+def cluster_autoscaling(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """Set the cluster's policy from the form, or take it away ("off")."""
+    cluster = get_object_or_404(my_clusters(request), id=cluster_id)
+    if request.POST.get("off"):
+        autoscale.remove_policy(cluster.id, actor=request.user)
+        messages.success(request, "Autoscaling is off: the cluster keeps its size.")
+        return redirect("web:cluster", cluster_id=cluster.id)
+    given = {}
+    try:
+        for name, field in AUTOSCALING_FIELDS.items():
+            value = field.clean(request.POST.get(name, "").strip() or None)
+            if value is not None:
+                given[name] = value
+        autoscale.set_policy(cluster.id, given, actor=request.user)
+    except forms.ValidationError as error:
+        messages.error(request, f"Cannot set autoscaling: {name}: {' '.join(error.messages)}")
+    except autoscale.PolicyRefused as refused:
+        messages.error(request, f"Cannot set autoscaling: {refused}")
+    else:
+        messages.success(request, "Autoscaling set: the first decision comes one cooldown on.")
     return redirect("web:cluster", cluster_id=cluster.id)

@@ -4,6 +4,7 @@ decommission (hadoop-admin), then its workers get more cores (live: the same con
 more memory (a rolling restart, while a MapReduce job runs), a file written before read back
 intact and fsck healthy."""
 
+import json
 import threading
 import time
 
@@ -14,6 +15,7 @@ from apps.clusters import services
 from apps.clusters.models import Cluster
 from apps.clusters.resize import ResizeRefused
 from apps.nodes import engine
+from apps.products.registry import plugin_for
 from workers.tests.lab_products import (
     data_dirs,
     destroy_and_check,
@@ -93,6 +95,11 @@ def test_hadoop_resizes_both_ways_keeping_its_data(dispatching, lab_cleanup, ali
     assert "is HEALTHY" in fsck, fsck
     read = run(master, "sh", "-c", "hdfs dfs -cat /kept | md5sum").split()[0]
     assert read == written
+
+    # Autoscaling's reading of YARN: its memory, by the plugin, in MB per NodeManager.
+    answer = json.loads(run(master, "hadoop-admin", "yarn-load").strip().splitlines()[-1])
+    load = plugin_for(cluster.definition).load_of(answer)
+    assert load.unit == "MB" and load.per_worker > 0 and load.available > 0, answer
 
     grown_cores_live(cluster)
     memory_by_rolling_restart_while_a_job_runs(cluster, master)
