@@ -22,6 +22,7 @@ from apps.products.registry import plugin_for
 
 from .models import Cluster, Instance, ResourceChange
 from .placement import free_on
+from .reservation import LOCK_NODES_SQL
 from .resize import Growth, ResizeRefused
 
 S = Cluster.State
@@ -201,10 +202,7 @@ def shortage(vertical: VerticalPlan, lock: bool = False) -> str | None:
     node_ids = sorted(added)
     if lock:
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT id FROM inventory_node WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
-                [node_ids],
-            )
+            cursor.execute(LOCK_NODES_SQL, [node_ids])  # the reservation's lock, its order
     free = free_on(node_ids)
     for node_id in node_ids:
         here = added[node_id]
